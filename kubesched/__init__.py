@@ -1,0 +1,3 @@
+"""kubesched: the Kubernetes scheduling stack — scheduler, descheduler, kubelet eviction, load awareness."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,774 @@
+"""The Kubernetes objects kubesched reads, parsed from what `kubectl get -o yaml` prints.
+
+Objects are *stored* objects: no API defaulting is applied (a pod with limits and no requests has no
+requests). Each object keeps its `raw` dict so that components can read fields not modelled here and
+so that output can echo the input. Parse errors are InputErrors naming the object and the field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from fractions import Fraction
+from typing import Any
+
+from kubesched.api.quantity import parse_quantity
+from kubesched.api.selectors import (
+    NOTHING,
+    LabelSelector,
+    NodeSelector,
+    NodeSelectorTerm,
+    Requirement,
+    parse_label_selector,
+    parse_node_selector,
+    parse_node_selector_term,
+)
+from kubesched.errors import InputError
+
+ResourceList = dict[str, Fraction]
+
+DEFAULT_SCHEDULER_NAME = "default-scheduler"
+
+
+# ---------------------------------------------------------------- small helpers
+
+
+def parse_time(value: Any, field: str) -> datetime | None:
+    """An RFC 3339 timestamp as an aware datetime (UTC)."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if not isinstance(value, str):
+        raise InputError(f"expected an RFC 3339 timestamp, got {value!r}", field=field)
+    text = value.strip()
+    if text.endswith("Z") or text.endswith("z"):
+        text = text[:-1] + "+00:00"
+    try:
+        t = datetime.fromisoformat(text)
+    except ValueError:
+        raise InputError(f"expected an RFC 3339 timestamp, got {value!r}", field=field) from None
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=UTC)
+    return t
+
+
+def _map(raw: Any, field: str) -> dict[str, str]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise InputError(f"expected a map, got {type(raw).__name__}", field=field)
+    out: dict[str, str] = {}
+    for k, v in raw.items():
+        if v is None:
+            out[str(k)] = ""
+        elif isinstance(v, bool):
+            out[str(k)] = "true" if v else "false"
+        else:
+            out[str(k)] = str(v)
+    return out
+
+
+def _list(raw: Any, field: str) -> list[Any]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise InputError(f"expected a list, got {type(raw).__name__}", field=field)
+    return raw
+
+
+def _dict(raw: Any, field: str) -> dict[str, Any]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise InputError(f"expected an object, got {type(raw).__name__}", field=field)
+    return raw
+
+
+def _int(raw: Any, field: str, default: int | None = None) -> int | None:
+    if raw is None:
+        return default
+    if isinstance(raw, bool) or not isinstance(raw, (int, str)):
+        raise InputError(f"expected an integer, got {raw!r}", field=field)
+    try:
+        return int(raw)
+    except ValueError:
+        raise InputError(f"expected an integer, got {raw!r}", field=field) from None
+
+
+def parse_resource_list(raw: Any, field: str) -> ResourceList:
+    out: ResourceList = {}
+    for name, value in _dict(raw, field).items():
+        try:
+            out[str(name)] = parse_quantity(value)
+        except ValueError as e:
+            raise InputError(str(e), field=f"{field}.{name}") from None
+    return out
+
+
+@dataclass(slots=True)
+class ObjectMeta:
+    name: str
+    namespace: str
+    uid: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    owner_references: list[OwnerReference]
+    creation_timestamp: datetime | None
+    deletion_timestamp: datetime | None
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerReference:
+    kind: str
+    name: str
+    uid: str
+    controller: bool
+    api_version: str = ""
+
+
+def parse_meta(raw: dict[str, Any], kind: str, namespaced: bool) -> ObjectMeta:
+    meta = _dict(raw.get("metadata"), "metadata")
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        raise InputError("expected a non-empty name", obj=kind, field="metadata.name")
+    namespace = meta.get("namespace") or ("default" if namespaced else "")
+    owners = []
+    for i, o in enumerate(_list(meta.get("ownerReferences"), "metadata.ownerReferences")):
+        if not isinstance(o, dict):
+            raise InputError("expected an owner reference object", field=f"metadata.ownerReferences[{i}]")
+        owners.append(OwnerReference(kind=str(o.get("kind", "")), name=str(o.get("name", "")),
+                                     uid=str(o.get("uid", "")), controller=bool(o.get("controller", False)),
+                                     api_version=str(o.get("apiVersion", ""))))
+    return ObjectMeta(
+        name=name,
+        namespace=str(namespace),
+        uid=str(meta.get("uid") or f"{namespace}/{name}"),
+        labels=_map(meta.get("labels"), "metadata.labels"),
+        annotations=_map(meta.get("annotations"), "metadata.annotations"),
+        owner_references=owners,
+        creation_timestamp=parse_time(meta.get("creationTimestamp"), "metadata.creationTimestamp"),
+        deletion_timestamp=parse_time(meta.get("deletionTimestamp"), "metadata.deletionTimestamp"),
+    )
+
+
+# ---------------------------------------------------------------- taints and tolerations
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str
+    effect: str
+    time_added: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str
+    operator: str
+    value: str
+    effect: str
+    toleration_seconds: int | None = None
+
+    def tolerates(self, taint: Taint) -> bool:
+        """core/v1 Toleration.ToleratesTaint."""
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        if self.operator in ("", "Equal"):
+            return self.value == taint.value
+        if self.operator == "Exists":
+            return True
+        return False
+
+
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+def parse_taint(raw: Any, field: str) -> Taint:
+    d = _dict(raw, field)
+    effect = d.get("effect")
+    if effect not in TAINT_EFFECTS:
+        raise InputError(f"expected one of {', '.join(TAINT_EFFECTS)}, got {effect!r}", field=f"{field}.effect")
+    key = d.get("key")
+    if not isinstance(key, str) or not key:
+        raise InputError("expected a non-empty taint key", field=f"{field}.key")
+    return Taint(key, "" if d.get("value") is None else str(d.get("value")), effect,
+                 parse_time(d.get("timeAdded"), f"{field}.timeAdded"))
+
+
+def parse_toleration(raw: Any, field: str) -> Toleration:
+    d = _dict(raw, field)
+    op = d.get("operator") or ""
+    if op not in ("", "Equal", "Exists"):
+        raise InputError(f"expected Equal or Exists, got {op!r}", field=f"{field}.operator")
+    effect = d.get("effect") or ""
+    if effect and effect not in TAINT_EFFECTS:
+        raise InputError(f"expected one of {', '.join(TAINT_EFFECTS)}, got {effect!r}", field=f"{field}.effect")
+    return Toleration(str(d.get("key") or ""), op, "" if d.get("value") is None else str(d.get("value")), effect,
+                      _int(d.get("tolerationSeconds"), f"{field}.tolerationSeconds"))
+
+
+def tolerations_tolerate_taint(tolerations: tuple[Toleration, ...] | list[Toleration], taint: Taint) -> bool:
+    return any(t.tolerates(taint) for t in tolerations)
+
+
+def find_untolerated_taint(taints: tuple[Taint, ...], tolerations: tuple[Toleration, ...],
+                           effects: tuple[str, ...]) -> Taint | None:
+    """The first taint with one of `effects` that no toleration tolerates (v1helper.FindMatchingUntoleratedTaint)."""
+    for taint in taints:
+        if taint.effect not in effects:
+            continue
+        if not tolerations_tolerate_taint(tolerations, taint):
+            return taint
+    return None
+
+
+# ---------------------------------------------------------------- affinity
+
+
+@dataclass(frozen=True, slots=True)
+class PreferredSchedulingTerm:
+    weight: int
+    preference: NodeSelectorTerm
+
+
+@dataclass(frozen=True, slots=True)
+class PodAffinityTerm:
+    label_selector: LabelSelector
+    namespaces: tuple[str, ...]
+    topology_key: str
+    namespace_selector: LabelSelector | None  # None: nil (only `namespaces`, or the pod's own namespace)
+    match_label_keys: tuple[str, ...] = ()
+    mismatch_label_keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class WeightedPodAffinityTerm:
+    weight: int
+    term: PodAffinityTerm
+
+
+@dataclass(frozen=True, slots=True)
+class Affinity:
+    node_required: NodeSelector | None = None
+    node_preferred: tuple[PreferredSchedulingTerm, ...] = ()
+    pod_affinity_required: tuple[PodAffinityTerm, ...] = ()
+    pod_affinity_preferred: tuple[WeightedPodAffinityTerm, ...] = ()
+    pod_anti_affinity_required: tuple[PodAffinityTerm, ...] = ()
+    pod_anti_affinity_preferred: tuple[WeightedPodAffinityTerm, ...] = ()
+
+    @property
+    def has_pod_affinity(self) -> bool:
+        return bool(self.pod_affinity_required or self.pod_affinity_preferred)
+
+    @property
+    def has_pod_anti_affinity(self) -> bool:
+        return bool(self.pod_anti_affinity_required or self.pod_anti_affinity_preferred)
+
+
+NO_AFFINITY = Affinity()
+
+
+def _parse_pod_affinity_term(raw: Any, field: str) -> PodAffinityTerm:
+    d = _dict(raw, field)
+    ns_sel = d.get("namespaceSelector")
+    return PodAffinityTerm(
+        label_selector=parse_label_selector(d.get("labelSelector"), f"{field}.labelSelector"),
+        namespaces=tuple(str(n) for n in _list(d.get("namespaces"), f"{field}.namespaces")),
+        topology_key=str(d.get("topologyKey") or ""),
+        namespace_selector=None if ns_sel is None else parse_label_selector(ns_sel, f"{field}.namespaceSelector"),
+        match_label_keys=tuple(str(k) for k in _list(d.get("matchLabelKeys"), f"{field}.matchLabelKeys")),
+        mismatch_label_keys=tuple(str(k) for k in _list(d.get("mismatchLabelKeys"), f"{field}.mismatchLabelKeys")),
+    )
+
+
+def _parse_weighted_terms(raw: Any, field: str) -> tuple[WeightedPodAffinityTerm, ...]:
+    out = []
+    for i, w in enumerate(_list(raw, field)):
+        f = f"{field}[{i}]"
+        wd = _dict(w, f)
+        out.append(WeightedPodAffinityTerm(_int(wd.get("weight"), f"{f}.weight", 0) or 0,
+                                           _parse_pod_affinity_term(wd.get("podAffinityTerm"), f"{f}.podAffinityTerm")))
+    return tuple(out)
+
+
+def parse_affinity(raw: Any, field: str) -> Affinity:
+    if raw is None:
+        return NO_AFFINITY
+    d = _dict(raw, field)
+    na = _dict(d.get("nodeAffinity"), f"{field}.nodeAffinity")
+    pa = _dict(d.get("podAffinity"), f"{field}.podAffinity")
+    paa = _dict(d.get("podAntiAffinity"), f"{field}.podAntiAffinity")
+    req = na.get("requiredDuringSchedulingIgnoredDuringExecution")
+    pref = []
+    for i, p in enumerate(_list(na.get("preferredDuringSchedulingIgnoredDuringExecution"),
+                                f"{field}.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution")):
+        f = f"{field}.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[{i}]"
+        pd = _dict(p, f)
+        pref.append(PreferredSchedulingTerm(_int(pd.get("weight"), f"{f}.weight", 0) or 0,
+                                            parse_node_selector_term(pd.get("preference"), f"{f}.preference")))
+    rk = "requiredDuringSchedulingIgnoredDuringExecution"
+    pk = "preferredDuringSchedulingIgnoredDuringExecution"
+    return Affinity(
+        node_required=None if req is None else parse_node_selector(req, f"{field}.nodeAffinity.{rk}"),
+        node_preferred=tuple(pref),
+        pod_affinity_required=tuple(_parse_pod_affinity_term(t, f"{field}.podAffinity.{rk}[{i}]")
+                                    for i, t in enumerate(_list(pa.get(rk), f"{field}.podAffinity.{rk}"))),
+        pod_affinity_preferred=_parse_weighted_terms(pa.get(pk), f"{field}.podAffinity.{pk}"),
+        pod_anti_affinity_required=tuple(_parse_pod_affinity_term(t, f"{field}.podAntiAffinity.{rk}[{i}]")
+                                         for i, t in enumerate(_list(paa.get(rk), f"{field}.podAntiAffinity.{rk}"))),
+        pod_anti_affinity_preferred=_parse_weighted_terms(paa.get(pk), f"{field}.podAntiAffinity.{pk}"),
+    )
+
+
+# ---------------------------------------------------------------- topology spread
+
+
+@dataclass(frozen=True, slots=True)
+class TopologySpreadConstraint:
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str
+    label_selector: LabelSelector
+    min_domains: int | None
+    node_affinity_policy: str | None  # None: unset (Honor is the default)
+    node_taints_policy: str | None  # None: unset (Ignore is the default)
+    match_label_keys: tuple[str, ...]
+
+
+def parse_topology_spread_constraint(raw: Any, field: str) -> TopologySpreadConstraint:
+    d = _dict(raw, field)
+    wu = d.get("whenUnsatisfiable")
+    if wu not in ("DoNotSchedule", "ScheduleAnyway"):
+        raise InputError(f"expected DoNotSchedule or ScheduleAnyway, got {wu!r}", field=f"{field}.whenUnsatisfiable")
+    max_skew = _int(d.get("maxSkew"), f"{field}.maxSkew")
+    if max_skew is None or max_skew <= 0:
+        raise InputError("expected a positive integer", field=f"{field}.maxSkew")
+    key = d.get("topologyKey")
+    if not isinstance(key, str) or not key:
+        raise InputError("expected a non-empty topology key", field=f"{field}.topologyKey")
+    for pol in ("nodeAffinityPolicy", "nodeTaintsPolicy"):
+        if d.get(pol) not in (None, "Honor", "Ignore"):
+            raise InputError(f"expected Honor or Ignore, got {d.get(pol)!r}", field=f"{field}.{pol}")
+    return TopologySpreadConstraint(
+        max_skew=max_skew,
+        topology_key=key,
+        when_unsatisfiable=wu,
+        label_selector=parse_label_selector(d.get("labelSelector"), f"{field}.labelSelector"),
+        min_domains=_int(d.get("minDomains"), f"{field}.minDomains"),
+        node_affinity_policy=d.get("nodeAffinityPolicy"),
+        node_taints_policy=d.get("nodeTaintsPolicy"),
+        match_label_keys=tuple(str(k) for k in _list(d.get("matchLabelKeys"), f"{field}.matchLabelKeys")),
+    )
+
+
+# ---------------------------------------------------------------- containers and pods
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerPort:
+    container_port: int
+    host_port: int
+    protocol: str
+    host_ip: str
+
+
+@dataclass(slots=True)
+class Container:
+    name: str
+    image: str
+    requests: ResourceList
+    limits: ResourceList
+    ports: tuple[ContainerPort, ...]
+    restart_policy: str | None  # "Always" marks a sidecar among init containers
+    raw: dict[str, Any]
+
+    @property
+    def is_sidecar(self) -> bool:
+        return self.restart_policy == "Always"
+
+
+def parse_container(raw: Any, field: str) -> Container:
+    d = _dict(raw, field)
+    res = _dict(d.get("resources"), f"{field}.resources")
+    ports = []
+    for i, p in enumerate(_list(d.get("ports"), f"{field}.ports")):
+        f = f"{field}.ports[{i}]"
+        pd = _dict(p, f)
+        ports.append(ContainerPort(_int(pd.get("containerPort"), f"{f}.containerPort", 0) or 0,
+                                   _int(pd.get("hostPort"), f"{f}.hostPort", 0) or 0,
+                                   str(pd.get("protocol") or "TCP"), str(pd.get("hostIP") or "")))
+    return Container(
+        name=str(d.get("name") or ""),
+        image=str(d.get("image") or ""),
+        requests=parse_resource_list(res.get("requests"), f"{field}.resources.requests"),
+        limits=parse_resource_list(res.get("limits"), f"{field}.resources.limits"),
+        ports=tuple(ports),
+        restart_policy=d.get("restartPolicy"),
+        raw=d,
+    )
+
+
+@dataclass(slots=True)
+class Pod:
+    meta: ObjectMeta
+    node_name: str
+    scheduler_name: str
+    priority: int | None
+    priority_class_name: str
+    preemption_policy: str | None
+    containers: list[Container]
+    init_containers: list[Container]
+    overhead: ResourceList
+    pod_requests: ResourceList | None  # spec.resources (pod-level resources), if set
+    pod_limits: ResourceList | None
+    node_selector: dict[str, str]
+    affinity: Affinity
+    tolerations: tuple[Toleration, ...]
+    topology_spread_constraints: tuple[TopologySpreadConstraint, ...]
+    scheduling_gates: tuple[str, ...]
+    volumes: list[dict[str, Any]]
+    host_network: bool
+    termination_grace_period_seconds: int | None
+    restart_policy: str
+    phase: str
+    nominated_node_name: str
+    raw: dict[str, Any]
+    # Derived values computed once per pod object (requests, shape keys); never part of equality.
+    cache: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    kind = "Pod"
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    @property
+    def namespace(self) -> str:
+        return self.meta.namespace
+
+    @property
+    def key(self) -> str:
+        return f"{self.meta.namespace}/{self.meta.name}"
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return self.meta.labels
+
+    @property
+    def uid(self) -> str:
+        return self.meta.uid
+
+    @property
+    def status(self) -> dict[str, Any]:
+        s = self.raw.get("status")
+        return s if isinstance(s, dict) else {}
+
+    def controller_ref(self) -> OwnerReference | None:
+        for o in self.meta.owner_references:
+            if o.controller:
+                return o
+        return None
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.phase in ("Succeeded", "Failed")
+
+    @property
+    def is_terminating(self) -> bool:
+        return self.meta.deletion_timestamp is not None
+
+    @property
+    def effective_priority(self) -> int:
+        """corev1helpers.PodPriority: spec.priority, or 0 when unset."""
+        return self.priority if self.priority is not None else 0
+
+
+def parse_pod(raw: dict[str, Any]) -> Pod:
+    meta = parse_meta(raw, "Pod", namespaced=True)
+    obj = f"Pod {meta.namespace}/{meta.name}"
+    try:
+        spec = _dict(raw.get("spec"), "spec")
+        status = _dict(raw.get("status"), "status")
+        res = spec.get("resources")
+        pod_requests = pod_limits = None
+        if res is not None:
+            rd = _dict(res, "spec.resources")
+            if rd.get("requests") is not None:
+                pod_requests = parse_resource_list(rd.get("requests"), "spec.resources.requests")
+            if rd.get("limits") is not None:
+                pod_limits = parse_resource_list(rd.get("limits"), "spec.resources.limits")
+        return Pod(
+            meta=meta,
+            node_name=str(spec.get("nodeName") or ""),
+            scheduler_name=str(spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME),
+            priority=_int(spec.get("priority"), "spec.priority"),
+            priority_class_name=str(spec.get("priorityClassName") or ""),
+            preemption_policy=spec.get("preemptionPolicy"),
+            containers=[parse_container(c, f"spec.containers[{i}]")
+                        for i, c in enumerate(_list(spec.get("containers"), "spec.containers"))],
+            init_containers=[parse_container(c, f"spec.initContainers[{i}]")
+                             for i, c in enumerate(_list(spec.get("initContainers"), "spec.initContainers"))],
+            overhead=parse_resource_list(spec.get("overhead"), "spec.overhead"),
+            pod_requests=pod_requests,
+            pod_limits=pod_limits,
+            node_selector=_map(spec.get("nodeSelector"), "spec.nodeSelector"),
+            affinity=parse_affinity(spec.get("affinity"), "spec.affinity"),
+            tolerations=tuple(parse_toleration(t, f"spec.tolerations[{i}]")
+                              for i, t in enumerate(_list(spec.get("tolerations"), "spec.tolerations"))),
+            topology_spread_constraints=tuple(
+                parse_topology_spread_constraint(t, f"spec.topologySpreadConstraints[{i}]")
+                for i, t in enumerate(_list(spec.get("topologySpreadConstraints"), "spec.topologySpreadConstraints"))),
+            scheduling_gates=tuple(str(_dict(g, f"spec.schedulingGates[{i}]").get("name", ""))
+                                   for i, g in enumerate(_list(spec.get("schedulingGates"), "spec.schedulingGates"))),
+            volumes=[_dict(v, f"spec.volumes[{i}]") for i, v in enumerate(_list(spec.get("volumes"), "spec.volumes"))],
+            host_network=bool(spec.get("hostNetwork", False)),
+            termination_grace_period_seconds=_int(spec.get("terminationGracePeriodSeconds"),
+                                                  "spec.terminationGracePeriodSeconds"),
+            restart_policy=str(spec.get("restartPolicy") or "Always"),
+            phase=str(status.get("phase") or ""),
+            nominated_node_name=str(status.get("nominatedNodeName") or ""),
+            raw=raw,
+        )
+    except InputError as e:
+        raise e.located(obj=obj) from None
+
+
+# ---------------------------------------------------------------- nodes
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerImage:
+    names: tuple[str, ...]
+    size_bytes: int
+
+
+@dataclass(slots=True)
+class Node:
+    meta: ObjectMeta
+    unschedulable: bool
+    taints: tuple[Taint, ...]
+    capacity: ResourceList
+    allocatable: ResourceList
+    conditions: dict[str, str]  # type -> status
+    images: tuple[ContainerImage, ...]
+    raw: dict[str, Any]
+
+    kind = "Node"
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    @property
+    def key(self) -> str:
+        return self.meta.name
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return self.meta.labels
+
+    @property
+    def ready(self) -> bool:
+        """The descheduler's notion: a Ready condition with status True (nodes without conditions are not ready)."""
+        return self.conditions.get("Ready") == "True"
+
+
+def parse_node(raw: dict[str, Any]) -> Node:
+    meta = parse_meta(raw, "Node", namespaced=False)
+    try:
+        spec = _dict(raw.get("spec"), "spec")
+        status = _dict(raw.get("status"), "status")
+        conditions = {}
+        for i, c in enumerate(_list(status.get("conditions"), "status.conditions")):
+            cd = _dict(c, f"status.conditions[{i}]")
+            conditions[str(cd.get("type"))] = str(cd.get("status"))
+        images = []
+        for i, im in enumerate(_list(status.get("images"), "status.images")):
+            imd = _dict(im, f"status.images[{i}]")
+            images.append(ContainerImage(tuple(str(n) for n in _list(imd.get("names"), f"status.images[{i}].names")),
+                                         _int(imd.get("sizeBytes"), f"status.images[{i}].sizeBytes", 0) or 0))
+        capacity = parse_resource_list(status.get("capacity"), "status.capacity")
+        allocatable = parse_resource_list(status.get("allocatable"), "status.allocatable") \
+            if status.get("allocatable") is not None else dict(capacity)
+        return Node(
+            meta=meta,
+            unschedulable=bool(spec.get("unschedulable", False)),
+            taints=tuple(parse_taint(t, f"spec.taints[{i}]") for i, t in enumerate(_list(spec.get("taints"), "spec.taints"))),
+            capacity=capacity,
+            allocatable=allocatable,
+            conditions=conditions,
+            images=tuple(images),
+            raw=raw,
+        )
+    except InputError as e:
+        raise e.located(obj=f"Node {meta.name}") from None
+
+
+# ---------------------------------------------------------------- other kinds
+
+
+@dataclass(slots=True)
+class Namespace:
+    meta: ObjectMeta
+    raw: dict[str, Any]
+    kind = "Namespace"
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return self.meta.labels
+
+
+@dataclass(slots=True)
+class PriorityClass:
+    meta: ObjectMeta
+    value: int
+    global_default: bool
+    preemption_policy: str | None
+    raw: dict[str, Any]
+    kind = "PriorityClass"
+
+
+@dataclass(slots=True)
+class PodDisruptionBudget:
+    meta: ObjectMeta
+    selector: LabelSelector
+    min_available: int | str | None
+    max_unavailable: int | str | None
+    disruptions_allowed: int
+    current_healthy: int
+    desired_healthy: int
+    expected_pods: int
+    disrupted_pods: dict[str, datetime | None]
+    raw: dict[str, Any]
+    kind = "PodDisruptionBudget"
+
+
+@dataclass(slots=True)
+class PersistentVolumeClaim:
+    meta: ObjectMeta
+    storage_class_name: str | None
+    access_modes: tuple[str, ...]
+    volume_name: str
+    phase: str
+    raw: dict[str, Any]
+    kind = "PersistentVolumeClaim"
+
+
+@dataclass(slots=True)
+class Workload:
+    """A Service, ReplicaSet, ReplicationController, StatefulSet (or other controller) and its pod selector."""
+
+    kind: str
+    meta: ObjectMeta
+    selector: LabelSelector
+    raw: dict[str, Any] = field(repr=False)
+
+
+@dataclass(slots=True)
+class GenericObject:
+    """Any other kind; kept whole so that components that understand it can read it."""
+
+    kind: str
+    api_version: str
+    meta: ObjectMeta | None
+    raw: dict[str, Any]
+
+
+def _int_or_percent(v: Any, field: str) -> int | str | None:
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        raise InputError(f"expected an integer or a percentage, got {v!r}", field=field)
+    if isinstance(v, int):
+        return v
+    if isinstance(v, str):
+        if v.endswith("%"):
+            try:
+                int(v[:-1])
+            except ValueError:
+                raise InputError(f"expected an integer or a percentage, got {v!r}", field=field) from None
+            return v
+        try:
+            return int(v)
+        except ValueError:
+            raise InputError(f"expected an integer or a percentage, got {v!r}", field=field) from None
+    raise InputError(f"expected an integer or a percentage, got {v!r}", field=field)
+
+
+def parse_namespace(raw: dict[str, Any]) -> Namespace:
+    return Namespace(parse_meta(raw, "Namespace", namespaced=False), raw)
+
+
+def parse_priority_class(raw: dict[str, Any]) -> PriorityClass:
+    meta = parse_meta(raw, "PriorityClass", namespaced=False)
+    try:
+        value = _int(raw.get("value"), "value", 0) or 0
+    except InputError as e:
+        raise e.located(obj=f"PriorityClass {meta.name}") from None
+    return PriorityClass(meta, value, bool(raw.get("globalDefault", False)), raw.get("preemptionPolicy"), raw)
+
+
+def parse_pdb(raw: dict[str, Any]) -> PodDisruptionBudget:
+    meta = parse_meta(raw, "PodDisruptionBudget", namespaced=True)
+    try:
+        spec = _dict(raw.get("spec"), "spec")
+        status = _dict(raw.get("status"), "status")
+        sel = spec.get("selector")
+        disrupted = {str(k): parse_time(v, f"status.disruptedPods.{k}")
+                     for k, v in _dict(status.get("disruptedPods"), "status.disruptedPods").items()}
+        return PodDisruptionBudget(
+            meta=meta,
+            # policy/v1: a nil selector selects no pods, an empty one every pod in the namespace.
+            selector=parse_label_selector(sel, "spec.selector") if sel is not None else NOTHING,
+            min_available=_int_or_percent(spec.get("minAvailable"), "spec.minAvailable"),
+            max_unavailable=_int_or_percent(spec.get("maxUnavailable"), "spec.maxUnavailable"),
+            disruptions_allowed=_int(status.get("disruptionsAllowed"), "status.disruptionsAllowed", 0) or 0,
+            current_healthy=_int(status.get("currentHealthy"), "status.currentHealthy", 0) or 0,
+            desired_healthy=_int(status.get("desiredHealthy"), "status.desiredHealthy", 0) or 0,
+            expected_pods=_int(status.get("expectedPods"), "status.expectedPods", 0) or 0,
+            disrupted_pods=disrupted,
+            raw=raw,
+        )
+    except InputError as e:
+        raise e.located(obj=f"PodDisruptionBudget {meta.namespace}/{meta.name}") from None
+
+
+def parse_pvc(raw: dict[str, Any]) -> PersistentVolumeClaim:
+    meta = parse_meta(raw, "PersistentVolumeClaim", namespaced=True)
+    spec = _dict(raw.get("spec"), "spec") if isinstance(raw.get("spec"), dict) else {}
+    status = _dict(raw.get("status"), "status") if isinstance(raw.get("status"), dict) else {}
+    return PersistentVolumeClaim(meta, spec.get("storageClassName"), tuple(spec.get("accessModes") or ()),
+                                 str(spec.get("volumeName") or ""), str(status.get("phase") or ""), raw)
+
+
+def parse_workload(raw: dict[str, Any], kind: str) -> Workload:
+    meta = parse_meta(raw, kind, namespaced=True)
+    try:
+        spec = _dict(raw.get("spec"), "spec")
+        sel = spec.get("selector")
+        if kind in ("Service", "ReplicationController"):
+            # A map selector; an empty or missing one selects nothing for spreading purposes.
+            m = _map(sel, "spec.selector")
+            selector = LabelSelector(tuple(Requirement(k, "In", (v,)) for k, v in sorted(m.items()))) if m else NOTHING
+        else:
+            selector = parse_label_selector(sel, "spec.selector")
+    except InputError as e:
+        raise e.located(obj=f"{kind} {meta.namespace}/{meta.name}") from None
+    return Workload(kind, meta, selector, raw)
+
+
+def labels_of(obj: Any) -> Mapping[str, str]:
+    return obj.meta.labels

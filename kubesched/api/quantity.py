@@ -1,0 +1,88 @@
+"""Kubernetes resource quantities (apimachinery `resource.Quantity`) with exact arithmetic.
+
+A quantity is kept as a `Fraction`, so `100m`, `1.5Gi` and `1e3` are exact; the integer views
+round up as apimachinery's `Value()` and `MilliValue()` do.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from fractions import Fraction
+from typing import Any
+
+from kubesched.errors import InputError
+
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {"n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000), "": Fraction(1),
+            "k": Fraction(10**3), "M": Fraction(10**6), "G": Fraction(10**9), "T": Fraction(10**12),
+            "P": Fraction(10**15), "E": Fraction(10**18)}
+_RE = re.compile(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(.*)$")
+_EXP = re.compile(r"^[eE]([+-]?[0-9]+)$")
+
+
+def parse_quantity(value: Any) -> Fraction:
+    """Parse a quantity string (or a YAML number) into an exact Fraction; ValueError if malformed."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a quantity, got {value!r}")
+    if isinstance(value, int):
+        return Fraction(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"expected a quantity, got {value!r}")
+        return Fraction(str(value))
+    if not isinstance(value, str):
+        raise ValueError(f"expected a quantity, got {type(value).__name__} {value!r}")
+    text = value.strip()
+    m = _RE.match(text)
+    if not m:
+        raise ValueError(f"expected a quantity such as 100m, 1.5Gi or 1e3, got {value!r}")
+    number, suffix = Fraction(m.group(1)), m.group(2)
+    if suffix in _BINARY:
+        return number * _BINARY[suffix]
+    if suffix in _DECIMAL:
+        return number * _DECIMAL[suffix]
+    e = _EXP.match(suffix)
+    if e:
+        return number * Fraction(10) ** int(e.group(1))
+    raise ValueError(f"expected a quantity such as 100m, 1.5Gi or 1e3, got {value!r} (unknown suffix {suffix!r})")
+
+
+def quantity_or_error(value: Any, *, field: str) -> Fraction:
+    """parse_quantity with the failure turned into an InputError naming the field."""
+    try:
+        return parse_quantity(value)
+    except ValueError as e:
+        raise InputError(str(e), field=field) from None
+
+
+def value_of(q: Fraction) -> int:
+    """apimachinery `Quantity.Value()`: the integer value, rounded up (away from zero for negatives too)."""
+    return _ceil_away(q)
+
+
+def milli_value_of(q: Fraction) -> int:
+    """apimachinery `Quantity.MilliValue()`: value × 1000, rounded up."""
+    return _ceil_away(q * 1000)
+
+
+def _ceil_away(q: Fraction) -> int:
+    # apimachinery rounds with inf.RoundUp, which rounds away from zero.
+    if q >= 0:
+        return math.ceil(q)
+    return -math.ceil(-q)
+
+
+def format_quantity(q: Fraction, binary: bool = False) -> str:
+    """A short canonical string for output (not byte-identical to apimachinery for every input)."""
+    if q.denominator == 1:
+        n = q.numerator
+        if binary and n != 0:
+            for suffix in ("Ei", "Pi", "Ti", "Gi", "Mi", "Ki"):
+                if n % _BINARY[suffix] == 0:
+                    return f"{n // _BINARY[suffix]}{suffix}"
+        return str(n)
+    milli = q * 1000
+    if milli.denominator == 1:
+        return f"{milli.numerator}m"
+    return str(float(q))

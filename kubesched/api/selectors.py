@@ -1,0 +1,209 @@
+"""Label selectors, node selector terms and their matching, as apimachinery and component-helpers define them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kubesched.errors import InputError
+
+LABEL_OPS = ("In", "NotIn", "Exists", "DoesNotExist")
+NODE_OPS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """One `key op values` requirement of a label selector or node selector term."""
+
+    key: str
+    operator: str
+    values: tuple[str, ...]
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        op = self.operator
+        if op == "In":
+            v = labels.get(self.key)
+            return v is not None and v in self.values
+        if op == "NotIn":
+            v = labels.get(self.key)
+            return v is None or v not in self.values
+        if op == "Exists":
+            return self.key in labels
+        if op == "DoesNotExist":
+            return self.key not in labels
+        if op in ("Gt", "Lt"):
+            v = labels.get(self.key)
+            if v is None:
+                return False
+            try:
+                have = int(v)
+            except ValueError:
+                return False
+            want = int(self.values[0])
+            return have > want if op == "Gt" else have < want
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    """metav1.LabelSelector as a selector. `nothing` is the selector of a nil LabelSelector."""
+
+    requirements: tuple[Requirement, ...] = ()
+    nothing: bool = False
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        if self.nothing:
+            return False
+        for r in self.requirements:
+            if not r.matches(labels):
+                return False
+        return True
+
+    @property
+    def empty(self) -> bool:
+        """True for `{}`, which selects everything."""
+        return not self.nothing and not self.requirements
+
+    def with_requirements(self, extra: Iterable[Requirement]) -> LabelSelector:
+        extra = tuple(extra)
+        if not extra:
+            return self
+        if self.nothing:
+            return self
+        return LabelSelector(self.requirements + extra)
+
+
+NOTHING = LabelSelector(nothing=True)
+EVERYTHING = LabelSelector()
+
+
+def parse_label_selector(raw: Any, field: str) -> LabelSelector:
+    """Parse a metav1.LabelSelector; None gives the selector that matches nothing."""
+    if raw is None:
+        return NOTHING
+    if not isinstance(raw, dict):
+        raise InputError(f"expected a label selector object, got {type(raw).__name__}", field=field)
+    reqs: list[Requirement] = []
+    ml = raw.get("matchLabels") or {}
+    if not isinstance(ml, dict):
+        raise InputError("expected a map of label to value", field=f"{field}.matchLabels")
+    for k in sorted(ml):
+        reqs.append(Requirement(str(k), "In", (_label_value(ml[k]),)))
+    for i, e in enumerate(raw.get("matchExpressions") or []):
+        f = f"{field}.matchExpressions[{i}]"
+        reqs.append(_parse_requirement(e, f, LABEL_OPS))
+    return LabelSelector(tuple(reqs))
+
+
+def _label_value(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def _parse_requirement(e: Any, f: str, ops: tuple[str, ...]) -> Requirement:
+    if not isinstance(e, dict):
+        raise InputError("expected an object with key, operator and values", field=f)
+    key = e.get("key")
+    if not isinstance(key, str) or not key:
+        raise InputError("expected a non-empty key", field=f"{f}.key")
+    op = e.get("operator")
+    if op not in ops:
+        raise InputError(f"expected one of {', '.join(ops)}, got {op!r}", field=f"{f}.operator")
+    values = tuple(_label_value(v) for v in (e.get("values") or []))
+    if op in ("In", "NotIn") and not values and ops is LABEL_OPS:
+        raise InputError(f"operator {op} needs at least one value", field=f"{f}.values")
+    if op in ("Exists", "DoesNotExist") and values and ops is LABEL_OPS:
+        raise InputError(f"operator {op} takes no values", field=f"{f}.values")
+    return Requirement(key, op, values)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelectorTerm:
+    """One term of a NodeSelector: its expressions (on labels) and fields (metadata.name) are ANDed.
+
+    `invalid` marks a term upstream would reject while building the selector (for example a Gt value
+    that is not an integer); such a term matches no node.
+    """
+
+    match_expressions: tuple[Requirement, ...] = ()
+    match_fields: tuple[Requirement, ...] = ()
+    invalid: bool = False
+
+    def matches(self, labels: Mapping[str, str], node_name: str) -> bool:
+        # An empty term matches nothing (component-helpers nodeSelectorTerm semantics).
+        if self.invalid or (not self.match_expressions and not self.match_fields):
+            return False
+        for r in self.match_expressions:
+            if not r.matches(labels):
+                return False
+        if self.match_fields:
+            fields = {"metadata.name": node_name}
+            for r in self.match_fields:
+                if not r.matches(fields):
+                    return False
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelector:
+    """A NodeSelector: its terms are ORed."""
+
+    terms: tuple[NodeSelectorTerm, ...]
+
+    def matches(self, labels: Mapping[str, str], node_name: str) -> bool:
+        return any(t.matches(labels, node_name) for t in self.terms)
+
+
+def parse_node_selector_term(raw: Any, field: str) -> NodeSelectorTerm:
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise InputError("expected a node selector term object", field=field)
+    invalid = False
+    exprs = []
+    for i, e in enumerate(raw.get("matchExpressions") or []):
+        r = _parse_requirement(e, f"{field}.matchExpressions[{i}]", NODE_OPS)
+        invalid = invalid or not _valid_node_requirement(r, label=True)
+        exprs.append(r)
+    fields = []
+    for i, e in enumerate(raw.get("matchFields") or []):
+        r = _parse_requirement(e, f"{field}.matchFields[{i}]", NODE_OPS)
+        invalid = invalid or not _valid_node_requirement(r, label=False)
+        fields.append(r)
+    return NodeSelectorTerm(tuple(exprs), tuple(fields), invalid)
+
+
+def _valid_node_requirement(r: Requirement, label: bool) -> bool:
+    """What the scheduler's nodeaffinity helper accepts when it builds the selector.
+
+    Stored objects already passed API validation; the remaining failure modes are the ones that only
+    the selector builder checks: In/NotIn without values, Gt/Lt without exactly one integer, and a
+    field requirement on anything but metadata.name with In/NotIn and one value.
+    """
+    if r.operator in ("In", "NotIn") and not r.values:
+        return False
+    if r.operator in ("Exists", "DoesNotExist") and r.values:
+        return False
+    if r.operator in ("Gt", "Lt"):
+        if len(r.values) != 1:
+            return False
+        try:
+            int(r.values[0])
+        except ValueError:
+            return False
+    if not label:
+        if r.key != "metadata.name" or r.operator not in ("In", "NotIn") or len(r.values) != 1:
+            return False
+    return True
+
+
+def parse_node_selector(raw: Any, field: str) -> NodeSelector:
+    if not isinstance(raw, dict):
+        raise InputError("expected a node selector object with nodeSelectorTerms", field=field)
+    terms = tuple(parse_node_selector_term(t, f"{field}.nodeSelectorTerms[{i}]")
+                  for i, t in enumerate(raw.get("nodeSelectorTerms") or []))
+    return NodeSelector(terms)

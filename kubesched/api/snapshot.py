@@ -1,0 +1,158 @@
+"""Loading documents: a kubectl `List`, multi-document YAML, or JSON, into typed objects."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kubesched.api.objects import (
+    GenericObject,
+    Namespace,
+    Node,
+    PersistentVolumeClaim,
+    Pod,
+    PodDisruptionBudget,
+    PriorityClass,
+    Workload,
+    parse_meta,
+    parse_namespace,
+    parse_node,
+    parse_pdb,
+    parse_pod,
+    parse_priority_class,
+    parse_pvc,
+    parse_workload,
+)
+from kubesched.errors import InputError
+
+WORKLOAD_KINDS = ("Service", "ReplicaSet", "ReplicationController", "StatefulSet")
+
+
+def _yaml_loader() -> type[yaml.SafeLoader]:
+    # The C loader is several times faster on large snapshots; fall back where libyaml is missing.
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def read_documents(path: str | Path) -> list[Any]:
+    """Every document in a YAML or JSON file (multi-document YAML gives several)."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise InputError(f"cannot read file: {e.strerror or e}", file=str(path)) from None
+    stripped = text.lstrip()
+    if stripped.startswith("{") or stripped.startswith("["):
+        try:
+            return [json.loads(text)]
+        except json.JSONDecodeError as e:
+            # JSON is YAML too; only if YAML also fails is it an error.
+            try:
+                return [d for d in yaml.load_all(text, Loader=_yaml_loader()) if d is not None]
+            except yaml.YAMLError:
+                raise InputError(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}", file=str(path)) from None
+    try:
+        return [d for d in yaml.load_all(text, Loader=_yaml_loader()) if d is not None]
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise InputError(f"invalid YAML{where}: {problem}", file=str(path)) from None
+
+
+def read_document(path: str | Path, what: str) -> dict[str, Any]:
+    """Exactly one object document (a configuration file)."""
+    docs = read_documents(path)
+    if len(docs) != 1 or not isinstance(docs[0], dict):
+        raise InputError(f"expected one {what} object, found {len(docs)} document(s)", file=str(path))
+    return docs[0]
+
+
+def iter_objects(docs: list[Any], file: str) -> Iterator[dict[str, Any]]:
+    """Flatten Lists (and JSON arrays) into objects."""
+    for i, doc in enumerate(docs):
+        if isinstance(doc, list):
+            yield from iter_objects(doc, file)
+            continue
+        if not isinstance(doc, dict):
+            raise InputError(f"document {i + 1}: expected an object with apiVersion and kind, got "
+                             f"{type(doc).__name__}", file=file)
+        kind = doc.get("kind")
+        if isinstance(kind, str) and kind.endswith("List") and "items" in doc:
+            items = doc.get("items") or []
+            if not isinstance(items, list):
+                raise InputError("expected a list", file=file, obj=kind, field="items")
+            yield from iter_objects(items, file)
+            continue
+        if not isinstance(kind, str) or not kind:
+            name = (doc.get("metadata") or {}).get("name") if isinstance(doc.get("metadata"), dict) else None
+            raise InputError("expected a kind", file=file, obj=f"object {name}" if name else f"document {i + 1}",
+                             field="kind")
+        yield doc
+
+
+@dataclass
+class Snapshot:
+    """What a snapshot file holds, by kind. Order within each kind is file order."""
+
+    nodes: list[Node] = field(default_factory=list)
+    pods: list[Pod] = field(default_factory=list)
+    namespaces: list[Namespace] = field(default_factory=list)
+    priority_classes: list[PriorityClass] = field(default_factory=list)
+    pdbs: list[PodDisruptionBudget] = field(default_factory=list)
+    pvcs: list[PersistentVolumeClaim] = field(default_factory=list)
+    workloads: list[Workload] = field(default_factory=list)
+    others: list[GenericObject] = field(default_factory=list)
+
+    def of_kind(self, kind: str) -> list[GenericObject]:
+        return [o for o in self.others if o.kind == kind]
+
+
+_PARSERS: dict[str, Callable[[dict[str, Any]], Any]] = {
+    "Node": parse_node,
+    "Pod": parse_pod,
+    "Namespace": parse_namespace,
+    "PriorityClass": parse_priority_class,
+    "PodDisruptionBudget": parse_pdb,
+    "PersistentVolumeClaim": parse_pvc,
+}
+_TARGET = {"Node": "nodes", "Pod": "pods", "Namespace": "namespaces", "PriorityClass": "priority_classes",
+           "PodDisruptionBudget": "pdbs", "PersistentVolumeClaim": "pvcs"}
+
+
+def parse_objects(objects: list[dict[str, Any]], file: str, snap: Snapshot | None = None) -> Snapshot:
+    snap = snap if snap is not None else Snapshot()
+    seen: set[tuple[str, str]] = set()
+    for raw in objects:
+        kind = raw["kind"]
+        try:
+            if kind in _PARSERS:
+                obj = _PARSERS[kind](raw)
+                getattr(snap, _TARGET[kind]).append(obj)
+                ident = (kind, obj.meta.key)
+            elif kind in WORKLOAD_KINDS:
+                w = parse_workload(raw, kind)
+                snap.workloads.append(w)
+                other = GenericObject(kind, str(raw.get("apiVersion", "")), w.meta, raw)
+                snap.others.append(other)
+                ident = (kind, w.meta.key)
+            else:
+                meta = parse_meta(raw, kind, namespaced=True) if isinstance(raw.get("metadata"), dict) else None
+                snap.others.append(GenericObject(kind, str(raw.get("apiVersion", "")), meta, raw))
+                ident = (kind, meta.key) if meta else (kind, str(id(raw)))
+        except InputError as e:
+            raise e.located(file=file, obj=kind) from None
+        if ident in seen and kind in _PARSERS:
+            raise InputError("duplicate object", file=file, obj=f"{kind} {ident[1]}")
+        seen.add(ident)
+    return snap
+
+
+def load_snapshot(path: str | Path) -> Snapshot:
+    """Parse a snapshot file: what `kubectl get ... -o yaml` prints (a List), multi-document YAML or JSON."""
+    docs = read_documents(path)
+    return parse_objects(list(iter_objects(docs, str(path))), str(path))

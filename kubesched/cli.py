@@ -1,0 +1,265 @@
+"""The command line. Every command reads real documents and prints a table, or one JSON document with `-o json`.
+
+Bad input exits with code 2 and one line on stderr naming the file, the object and the field; nothing is
+written on stdout unless the command succeeded.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+
+from kubesched.errors import InputError
+
+OUTPUT = click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True,
+                      help="table for people, json for machines")
+NOW = click.option("--now", "now", default=None, metavar="RFC3339",
+                   help="the clock for everything time-dependent (default: the wall clock)")
+SEED = click.option("--seed", type=int, default=0, show_default=True, help="seed of the tie-breaking RNG")
+
+
+def parse_now(value: str | None) -> datetime:
+    if value is None:
+        return datetime.now(UTC)
+    from kubesched.api.objects import parse_time
+
+    t = parse_time(value, "--now")
+    assert t is not None
+    return t
+
+
+def emit(output: str, data: Any, table: Callable[[Any], None]) -> None:
+    if output == "json":
+        sys.stdout.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
+    else:
+        table(data)
+
+
+def _run(fn: Callable[[], None]) -> None:
+    try:
+        fn()
+    except InputError as e:
+        click.echo(f"error: {e.render()}", err=True)
+        sys.exit(2)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="kubesched")
+def main_group() -> None:
+    """kubesched: where pods run and when they move — scheduler, descheduler, kubelet eviction, load awareness."""
+
+
+def _plugins_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--plugin", "plugins", multiple=True, metavar="MODULE:CLASS",
+                        help="load a scheduler plugin from a Python module for this run (repeatable)")(f)
+
+
+def _scheduler_inputs(snapshot: str, config: str | None, metrics: str | None, now: datetime, seed: int,
+                      plugins: tuple[str, ...]) -> Any:
+    from kubesched.api.snapshot import load_snapshot
+    from kubesched.cluster.state import ClusterState
+    from kubesched.config.scheduler_config import load_scheduler_config
+    from kubesched.scheduler.registry import Registry
+    from kubesched.scheduler.scheduler import Scheduler
+
+    snap = load_snapshot(snapshot)
+    cfg = load_scheduler_config(config)
+    registry = Registry()
+    for spec in plugins:
+        registry.register_spec(spec)
+    cluster = ClusterState.from_snapshot(snap)
+    extra: dict[str, Any] = {"now": now, "snapshot": snap}
+    if metrics is not None:
+        from kubesched.metrics.loader import load_metrics
+
+        extra["metrics"] = load_metrics(metrics, now)
+    clock_origin = now.timestamp()
+    clock = _VirtualClock(clock_origin)
+    sched = Scheduler(cluster, cfg, registry, seed=seed, clock=clock, extra=extra)
+    return sched, clock
+
+
+class _VirtualClock:
+    def __init__(self, t: float) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+    def advance(self, t: float) -> None:
+        self.t = max(self.t, t)
+
+
+def _find_pod(sched: Any, key: str) -> Any:
+    ns, _, name = key.rpartition("/")
+    ns = ns or "default"
+    pod = sched.cluster.pods.get(f"{ns}/{name}")
+    if pod is None:
+        raise InputError(f"pod {ns}/{name} is not in the snapshot", field="--pod")
+    return pod
+
+
+# ---------------------------------------------------------------- explain
+
+
+@main_group.command("explain")
+@click.option("--snapshot", required=True, type=click.Path(), help="cluster objects (kubectl get -o yaml)")
+@click.option("--config", type=click.Path(), default=None, help="KubeSchedulerConfiguration (default profile if absent)")
+@click.option("--pod", "pod_key", required=True, metavar="NS/NAME", help="the pod to explain")
+@click.option("--metrics", type=click.Path(), default=None, help="load-watcher WatcherMetrics for load-aware plugins")
+@_plugins_option
+@NOW
+@SEED
+@OUTPUT
+def explain_cmd(snapshot: str, config: str | None, pod_key: str, metrics: str | None, plugins: tuple[str, ...],
+                now: str | None, seed: int, output: str) -> None:
+    """One pod, every node, every plugin: filter verdicts with reasons, raw/normalized/weighted scores."""
+
+    def run() -> None:
+        from kubesched.report.text import explain_table
+        from kubesched.scheduler.explain import explain
+
+        sched, _ = _scheduler_inputs(snapshot, config, metrics, parse_now(now), seed, plugins)
+        pod = _find_pod(sched, pod_key)
+        emit(output, explain(sched, pod), explain_table)
+
+    _run(run)
+
+
+# ---------------------------------------------------------------- schedule
+
+
+@main_group.command("schedule")
+@click.option("--snapshot", required=True, type=click.Path(), help="cluster objects (kubectl get -o yaml)")
+@click.option("--config", type=click.Path(), default=None, help="KubeSchedulerConfiguration (default profile if absent)")
+@click.option("--metrics", type=click.Path(), default=None, help="load-watcher WatcherMetrics for load-aware plugins")
+@_plugins_option
+@NOW
+@SEED
+@OUTPUT
+def schedule_cmd(snapshot: str, config: str | None, metrics: str | None, plugins: tuple[str, ...],
+                 now: str | None, seed: int, output: str) -> None:
+    """Place every pending pod through the scheduling queue, binding each before the next."""
+
+    def run() -> None:
+        from kubesched.report.text import schedule_table
+        from kubesched.scheduler.oneshot import schedule_all
+
+        sched, clock = _scheduler_inputs(snapshot, config, metrics, parse_now(now), seed, plugins)
+        emit(output, schedule_all(sched, clock.advance), schedule_table)
+
+    _run(run)
+
+
+# ---------------------------------------------------------------- capacity
+
+
+@main_group.command("capacity")
+@click.option("--snapshot", required=True, type=click.Path(), help="cluster objects (kubectl get -o yaml)")
+@click.option("--pod-template", "template", required=True, type=click.Path(), help="a Pod to copy")
+@click.option("--config", type=click.Path(), default=None, help="KubeSchedulerConfiguration (default profile if absent)")
+@click.option("--max", "max_limit", type=int, default=0, help="stop after this many copies (0: no limit)")
+@_plugins_option
+@NOW
+@SEED
+@OUTPUT
+def capacity_cmd(snapshot: str, template: str, config: str | None, max_limit: int, plugins: tuple[str, ...],
+                 now: str | None, seed: int, output: str) -> None:
+    """How many more copies of a pod fit (the job of cluster-capacity)."""
+
+    def run() -> None:
+        from kubesched.report.text import capacity_table
+        from kubesched.scheduler.oneshot import capacity
+
+        sched, _ = _scheduler_inputs(snapshot, config, None, parse_now(now), seed, plugins)
+        emit(output, capacity(sched, template, max_limit), capacity_table)
+
+    _run(run)
+
+
+# ---------------------------------------------------------------- descheduler
+
+
+@main_group.command("deschedule")
+@click.option("--snapshot", required=True, type=click.Path(), help="cluster objects (kubectl get -o yaml)")
+@click.option("--policy", required=True, type=click.Path(),
+              help="DeschedulerPolicy (descheduler/v1alpha2) or koordinator DeschedulerConfiguration")
+@click.option("--metrics", type=click.Path(), default=None, help="actual usage (metrics.k8s.io objects, load-watcher)")
+@click.option("--min-ready-nodes", type=int, default=2, show_default=True,
+              help="skip the cycle when fewer nodes are ready (upstream: 2)")
+@click.option("--scheduler-config", type=click.Path(), default=None,
+              help="KubeSchedulerConfiguration for node fit by the scheduler's own filters")
+@NOW
+@SEED
+@OUTPUT
+def deschedule_cmd(snapshot: str, policy: str, metrics: str | None, min_ready_nodes: int,
+                   scheduler_config: str | None, now: str | None, seed: int, output: str) -> None:
+    """One descheduling cycle: the evictions it would make (computed, not made)."""
+
+    def run() -> None:
+        from kubesched.descheduler.command import deschedule_command, deschedule_table
+
+        emit(output, deschedule_command(snapshot=snapshot, policy=policy, metrics=metrics,
+                                        min_ready_nodes=min_ready_nodes, scheduler_config=scheduler_config,
+                                        now=parse_now(now), seed=seed), deschedule_table)
+
+    _run(run)
+
+
+# ---------------------------------------------------------------- kubelet
+
+
+@main_group.command("node-pressure")
+@click.option("--kubelet-config", required=True, type=click.Path(), help="KubeletConfiguration")
+@click.option("--snapshot", type=click.Path(), default=None, help="the node and its pods")
+@click.option("--timeline", type=click.Path(), default=None, help="JSON list of {at, stats} steps (Summary API)")
+@NOW
+@OUTPUT
+def node_pressure_cmd(kubelet_config: str, snapshot: str | None, timeline: str | None, now: str | None,
+                      output: str) -> None:
+    """The kubelet's node-pressure eviction manager on one node, step by step."""
+
+    def run() -> None:
+        from kubesched.kubelet.command import node_pressure_command, node_pressure_table
+
+        emit(output, node_pressure_command(kubelet_config=kubelet_config, snapshot=snapshot, timeline=timeline,
+                                           now=parse_now(now)), node_pressure_table)
+
+    _run(run)
+
+
+@main_group.command("qos")
+@click.option("--snapshot", required=True, type=click.Path(), help="pods (and their nodes)")
+@NOW
+@OUTPUT
+def qos_cmd(snapshot: str, now: str | None, output: str) -> None:
+    """QoS class and oom_score_adj of every pod."""
+
+    def run() -> None:
+        from kubesched.kubelet.command import qos_command, qos_table
+
+        emit(output, qos_command(snapshot=snapshot), qos_table)
+
+    _run(run)
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        main_group.main(args=argv, prog_name="kubesched", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        return 1
+    except click.exceptions.ClickException as e:
+        e.show()
+        return 2
+    except InputError as e:
+        click.echo(f"error: {e.render()}", err=True)
+        return 2
+    except SystemExit as e:
+        return int(e.code or 0) if isinstance(e.code, int) else 1
+    return 0

@@ -1,0 +1,227 @@
+"""KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) → typed settings.
+
+Profiles are merged with the default plugin set exactly as upstream's `mergePlugins` does (defaults
+first, `disabled` names or `*` removed, a re-enabled default replaced in place, other custom plugins
+appended); plugin args are defaulted by each plugin (`Plugin.default_args`) when the framework builds.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubesched.errors import InputError
+
+API_VERSIONS = ("kubescheduler.config.k8s.io/v1",)
+KIND = "KubeSchedulerConfiguration"
+DEFAULT_SCHEDULER = "default-scheduler"
+
+POINTS = ("multiPoint", "preEnqueue", "queueSort", "preFilter", "filter", "postFilter", "preScore", "score",
+          "reserve", "permit", "preBind", "bind", "postBind")
+
+# getDefaultPlugins (v1): the multiPoint set and its score weights, in upstream order.
+DEFAULT_MULTIPOINT: tuple[tuple[str, int | None], ...] = (
+    ("SchedulingGates", None),
+    ("PrioritySort", None),
+    ("NodeUnschedulable", None),
+    ("NodeName", None),
+    ("TaintToleration", 3),
+    ("NodeAffinity", 2),
+    ("NodePorts", None),
+    ("NodeResourcesFit", 1),
+    ("VolumeRestrictions", None),
+    ("NodeVolumeLimits", None),
+    ("VolumeBinding", None),
+    ("VolumeZone", None),
+    ("PodTopologySpread", 2),
+    ("InterPodAffinity", 2),
+    ("DynamicResources", None),
+    ("DefaultPreemption", None),
+    ("NodeResourcesBalancedAllocation", 1),
+    ("ImageLocality", 1),
+    ("DefaultBinder", None),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PluginRef:
+    name: str
+    weight: int | None = None
+
+
+@dataclass(slots=True)
+class PluginSet:
+    enabled: list[PluginRef] = field(default_factory=list)
+    disabled: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Profile:
+    scheduler_name: str
+    plugins: dict[str, PluginSet]
+    plugin_config: dict[str, dict[str, Any]]
+    percentage_of_nodes_to_score: int | None = None
+
+
+@dataclass(slots=True)
+class SchedulerConfig:
+    profiles: list[Profile]
+    percentage_of_nodes_to_score: int | None = None
+    pod_initial_backoff_seconds: float = 1.0
+    pod_max_backoff_seconds: float = 10.0
+    source: str = "<default>"
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    def profile_for(self, scheduler_name: str) -> Profile | None:
+        for p in self.profiles:
+            if p.scheduler_name == scheduler_name:
+                return p
+        return None
+
+
+def default_plugins() -> dict[str, PluginSet]:
+    plugins = {p: PluginSet() for p in POINTS}
+    plugins["multiPoint"] = PluginSet([PluginRef(n, w) for n, w in DEFAULT_MULTIPOINT])
+    return plugins
+
+
+def merge_plugin_set(default: PluginSet, custom: PluginSet) -> PluginSet:
+    """mergePluginSet: upstream's rules for combining a profile's plugin set with the default one."""
+    disabled = list(custom.disabled) + list(default.disabled)
+    disabled_set = set(disabled)
+    custom_index = {p.name: i for i, p in enumerate(custom.enabled)}
+    replaced: set[int] = set()
+    enabled: list[PluginRef] = []
+    if "*" not in disabled_set:
+        for d in default.enabled:
+            if d.name in disabled_set:
+                continue
+            if d.name in custom_index:
+                i = custom_index[d.name]
+                d = custom.enabled[i]
+                replaced.add(i)
+            enabled.append(d)
+    for i, p in enumerate(custom.enabled):
+        if i not in replaced:
+            enabled.append(p)
+    return PluginSet(enabled, disabled)
+
+
+def _parse_plugin_set(raw: Any, field: str) -> PluginSet:
+    if raw is None:
+        return PluginSet()
+    if not isinstance(raw, dict):
+        raise InputError("expected an object with enabled and disabled lists", field=field)
+    out = PluginSet()
+    for which in ("enabled", "disabled"):
+        items = raw.get(which) or []
+        if not isinstance(items, list):
+            raise InputError("expected a list of plugins", field=f"{field}.{which}")
+        for i, item in enumerate(items):
+            f = f"{field}.{which}[{i}]"
+            if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not item.get("name"):
+                raise InputError("expected a plugin with a name", field=f)
+            if which == "enabled":
+                w = item.get("weight")
+                if w is not None and (isinstance(w, bool) or not isinstance(w, int) or w < 0):
+                    raise InputError(f"expected a non-negative integer weight, got {w!r}", field=f"{f}.weight")
+                out.enabled.append(PluginRef(item["name"], w))
+            else:
+                out.disabled.append(item["name"])
+    unknown = set(raw) - {"enabled", "disabled"}
+    if unknown:
+        raise InputError(f"unknown field {sorted(unknown)[0]!r}", field=field)
+    return out
+
+
+def _percentage(raw: Any, field: str) -> int | None:
+    if raw is None:
+        return None
+    if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0 or raw > 100:
+        raise InputError(f"expected an integer from 0 to 100, got {raw!r}", field=field)
+    return raw
+
+
+def parse_profile(raw: Any, field: str) -> Profile:
+    if not isinstance(raw, dict):
+        raise InputError("expected a profile object", field=field)
+    name = raw.get("schedulerName") or DEFAULT_SCHEDULER
+    plugins_raw = raw.get("plugins")
+    if plugins_raw is not None and not isinstance(plugins_raw, dict):
+        raise InputError("expected an object of extension points", field=f"{field}.plugins")
+    plugins_raw = plugins_raw or {}
+    unknown = set(plugins_raw) - set(POINTS)
+    if unknown:
+        raise InputError(f"unknown extension point {sorted(unknown)[0]!r}; expected one of {', '.join(POINTS)}",
+                         field=f"{field}.plugins")
+    defaults = default_plugins()
+    plugins = {p: merge_plugin_set(defaults[p], _parse_plugin_set(plugins_raw.get(p), f"{field}.plugins.{p}"))
+               for p in POINTS}
+    plugin_config: dict[str, dict[str, Any]] = {}
+    pcs = raw.get("pluginConfig") or []
+    if not isinstance(pcs, list):
+        raise InputError("expected a list", field=f"{field}.pluginConfig")
+    for i, pc in enumerate(pcs):
+        f = f"{field}.pluginConfig[{i}]"
+        if not isinstance(pc, dict) or not isinstance(pc.get("name"), str):
+            raise InputError("expected an object with name and args", field=f)
+        if pc["name"] in plugin_config:
+            raise InputError(f"repeated config for plugin {pc['name']!r}", field=f"{f}.name")
+        args = pc.get("args") or {}
+        if not isinstance(args, dict):
+            raise InputError("expected an object", field=f"{f}.args")
+        plugin_config[pc["name"]] = copy.deepcopy(args)
+    return Profile(name, plugins, plugin_config,
+                   _percentage(raw.get("percentageOfNodesToScore"), f"{field}.percentageOfNodesToScore"))
+
+
+def default_config() -> SchedulerConfig:
+    return SchedulerConfig([Profile(DEFAULT_SCHEDULER, default_plugins(), {})])
+
+
+def parse_scheduler_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
+    try:
+        return _parse(raw, source)
+    except InputError as e:
+        raise e.located(file=source, obj=KIND) from None
+
+
+def _parse(raw: Any, source: str) -> SchedulerConfig:
+    if not isinstance(raw, dict):
+        raise InputError("expected a KubeSchedulerConfiguration object")
+    if raw.get("kind") != KIND:
+        raise InputError(f"expected kind {KIND}, got {raw.get('kind')!r}", field="kind")
+    if raw.get("apiVersion") not in API_VERSIONS:
+        raise InputError(f"expected apiVersion {API_VERSIONS[0]}, got {raw.get('apiVersion')!r}", field="apiVersion")
+    profiles_raw = raw.get("profiles") or [{}]
+    if not isinstance(profiles_raw, list):
+        raise InputError("expected a list of profiles", field="profiles")
+    profiles = [parse_profile(p, f"profiles[{i}]") for i, p in enumerate(profiles_raw)]
+    names = [p.scheduler_name for p in profiles]
+    for i, n in enumerate(names):
+        if n in names[:i]:
+            raise InputError(f"duplicate schedulerName {n!r}", field=f"profiles[{i}].schedulerName")
+
+    def seconds(key: str, default: float) -> float:
+        v = raw.get(key)
+        if v is None:
+            return default
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
+            raise InputError(f"expected a positive number of seconds, got {v!r}", field=key)
+        return float(v)
+
+    initial = seconds("podInitialBackoffSeconds", 1.0)
+    maximum = seconds("podMaxBackoffSeconds", 10.0)
+    if maximum < initial:
+        raise InputError("must be greater than or equal to podInitialBackoffSeconds", field="podMaxBackoffSeconds")
+    return SchedulerConfig(profiles, _percentage(raw.get("percentageOfNodesToScore"), "percentageOfNodesToScore"),
+                           initial, maximum, source, raw)
+
+
+def load_scheduler_config(path: str | None) -> SchedulerConfig:
+    if path is None:
+        return default_config()
+    from kubesched.api.snapshot import read_document
+
+    return parse_scheduler_config(read_document(path, KIND), source=path)

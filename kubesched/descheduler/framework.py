@@ -1,0 +1,117 @@
+"""The descheduler framework: plugin kinds, the handle plugins get, eviction options and limit errors.
+
+Mirrors kubernetes-sigs/descheduler's `pkg/framework/types`: strategies (Deschedule and Balance plugins)
+decide *what* to evict; evictor plugins (Filter, PreEvictionFilter) and the evictor's limits decide
+*whether* it may be evicted. kubesched adds a Sort extension point (ordering candidate pods).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Callable, ClassVar, Protocol
+
+from kubesched.api.objects import Node, Pod
+from kubesched.cluster.state import ClusterState
+
+
+@dataclass(slots=True)
+class Status:
+    """A plugin's result: None error means success."""
+
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass(slots=True)
+class EvictOptions:
+    reason: str = ""
+    profile: str = ""
+    plugin: str = ""
+
+
+class EvictionLimitError(Exception):
+    """An eviction refused because a limit is reached: `limit` is "node", "namespace" or "total".
+
+    Strategies stop evicting from that node (node limit), namespace, or altogether (total), as upstream's
+    EvictionNodeLimitError / EvictionNamespaceLimitError / EvictionTotalLimitError make them.
+    """
+
+    def __init__(self, limit: str, message: str) -> None:
+        self.limit = limit
+        super().__init__(message)
+
+
+class Evictor(Protocol):
+    """What strategies call: the profile's evictor filters, and eviction under the global limits."""
+
+    def filter(self, pod: Pod) -> bool: ...
+
+    def pre_eviction_filter(self, pod: Pod) -> bool: ...
+
+    def sort(self, pods: list[Pod]) -> list[Pod]: ...
+
+    def evict(self, pod: Pod, opts: EvictOptions) -> bool:
+        """Evict (or, in dry-run, record) the pod. False when the eviction failed; raises
+        EvictionLimitError when a limit stops it."""
+        ...
+
+
+@dataclass
+class Handle:
+    """What a descheduler plugin may use."""
+
+    cluster: ClusterState
+    evictor: Evictor
+    now: datetime
+    profile: str = ""
+    # Actual usage for usage-based strategies (descheduler's MetricsCollector, Prometheus, ...), if configured.
+    metrics: Any = None
+    # Node fit by the scheduler's own filter chain, when the evictor is configured for it.
+    node_fit: Callable[[Pod, list[Node]], bool] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def pods_on_node(self, node_name: str, pod_filter: Callable[[Pod], bool] | None = None) -> list[Pod]:
+        """podutil.ListPodsOnANode: non-terminal pods assigned to the node (optionally filtered)."""
+        pods = [p for p in self.cluster.pods_on(node_name)]
+        if pod_filter is not None:
+            pods = [p for p in pods if pod_filter(p)]
+        return pods
+
+
+class DeschedulerPlugin:
+    """Base of every descheduler plugin; `args` is the plugin's pluginConfig args (a dict)."""
+
+    name: ClassVar[str] = ""
+
+    def __init__(self, args: dict[str, Any] | None, handle: Handle) -> None:
+        self.args = args or {}
+        self.handle = handle
+
+
+class DeschedulePlugin(DeschedulerPlugin):
+    def deschedule(self, nodes: list[Node]) -> Status:
+        raise NotImplementedError
+
+
+class BalancePlugin(DeschedulerPlugin):
+    def balance(self, nodes: list[Node]) -> Status:
+        raise NotImplementedError
+
+
+class EvictorPlugin(DeschedulerPlugin):
+    def filter(self, pod: Pod) -> bool:
+        return True
+
+    def pre_eviction_filter(self, pod: Pod) -> bool:
+        return True
+
+
+class SortPlugin(DeschedulerPlugin):
+    """kubesched's addition: orders candidate pods before strategies evict them (most evictable first)."""
+
+    def sort(self, pods: list[Pod]) -> list[Pod]:
+        raise NotImplementedError

@@ -1,0 +1,34 @@
+"""The one error type for bad input: the CLI prints it on one line and exits with code 2."""
+
+from __future__ import annotations
+
+
+class InputError(Exception):
+    """Bad input: names the file, the object, the field and what was expected."""
+
+    def __init__(self, message: str, *, file: str | None = None, obj: str | None = None,
+                 field: str | None = None) -> None:
+        self.message = message
+        self.file = file
+        self.obj = obj
+        self.field = field
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        where = []
+        if self.file:
+            where.append(self.file)
+        if self.obj:
+            where.append(self.obj)
+        if self.field:
+            where.append(f"field {self.field}")
+        prefix = ": ".join(where)
+        return f"{prefix}: {self.message}" if prefix else self.message
+
+    def located(self, *, file: str | None = None, obj: str | None = None,
+                field_prefix: str | None = None) -> InputError:
+        """The same error with missing location parts filled in (inner parts win)."""
+        field = self.field
+        if field_prefix:
+            field = f"{field_prefix}.{field}" if field else field_prefix
+        return InputError(self.message, file=self.file or file, obj=self.obj or obj, field=field)

@@ -1,0 +1,1 @@
+"""Reports: readable tables, JSON and HTML."""

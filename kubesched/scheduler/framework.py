@@ -1,0 +1,338 @@
+"""The scheduling framework: statuses, cycle state, the extension points and the plugin base classes.
+
+Mirrors kube-scheduler's `framework/interface.go`. Every plugin has a per-node form (what third-party
+plugins implement); built-in plugins also offer a vectorised form over NumPy rows of the NodeTable
+(`filter_nodes`, `score_nodes`) that the framework prefers when present. Both forms must agree.
+"""
+
+from __future__ import annotations
+
+import copy
+import enum
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from kubesched.api.objects import Pod
+from kubesched.cluster.state import ClusterState, NodeInfo
+
+if TYPE_CHECKING:
+    from kubesched.scheduler.runtime import Framework
+
+MAX_NODE_SCORE = 100
+MIN_NODE_SCORE = 0
+
+
+class Code(enum.Enum):
+    SUCCESS = "Success"
+    ERROR = "Error"
+    UNSCHEDULABLE = "Unschedulable"
+    UNSCHEDULABLE_AND_UNRESOLVABLE = "UnschedulableAndUnresolvable"
+    WAIT = "Wait"
+    SKIP = "Skip"
+    PENDING = "Pending"
+
+
+@dataclass(slots=True)
+class Status:
+    """A plugin's answer: a code, upstream's reason strings, and the plugin that gave it."""
+
+    code: Code = Code.SUCCESS
+    reasons: list[str] = field(default_factory=list)
+    plugin: str = ""
+
+    @property
+    def is_success(self) -> bool:
+        return self.code is Code.SUCCESS
+
+    @property
+    def is_skip(self) -> bool:
+        return self.code is Code.SKIP
+
+    @property
+    def is_rejected(self) -> bool:
+        return self.code in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.PENDING)
+
+    @property
+    def message(self) -> str:
+        return ", ".join(self.reasons)
+
+    def with_plugin(self, name: str) -> Status:
+        if not self.plugin:
+            self.plugin = name
+        return self
+
+    def to_json(self) -> dict[str, Any]:
+        return {"code": self.code.value, "reasons": list(self.reasons)}
+
+
+SUCCESS = Status()
+
+
+def success() -> Status:
+    return Status()
+
+
+def unschedulable(*reasons: str) -> Status:
+    return Status(Code.UNSCHEDULABLE, list(reasons))
+
+
+def unresolvable(*reasons: str) -> Status:
+    return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, list(reasons))
+
+
+def skip() -> Status:
+    return Status(Code.SKIP)
+
+
+def error(reason: str) -> Status:
+    return Status(Code.ERROR, [reason])
+
+
+class CycleState:
+    """Data plugins keep for one scheduling cycle, plus which plugins were skipped at PreFilter/PreScore."""
+
+    def __init__(self) -> None:
+        self._data: dict[str, Any] = {}
+        self.skip_filter_plugins: set[str] = set()
+        self.skip_score_plugins: set[str] = set()
+
+    def read(self, key: str) -> Any:
+        return self._data.get(key)
+
+    def write(self, key: str, value: Any) -> None:
+        self._data[key] = value
+
+    def delete(self, key: str) -> None:
+        self._data.pop(key, None)
+
+    def clone(self) -> CycleState:
+        """Each value is cloned with its own `clone()` when it has one (upstream's StateData.Clone)."""
+        out = CycleState()
+        for k, v in self._data.items():
+            out._data[k] = v.clone() if hasattr(v, "clone") else copy.copy(v)
+        out.skip_filter_plugins = set(self.skip_filter_plugins)
+        out.skip_score_plugins = set(self.skip_score_plugins)
+        return out
+
+
+@dataclass(slots=True)
+class PreFilterResult:
+    """Restricts the nodes the Filter phase evaluates; None means all nodes."""
+
+    node_names: set[str] | None = None
+
+    def all_nodes(self) -> bool:
+        return self.node_names is None
+
+    def merge(self, other: PreFilterResult | None) -> PreFilterResult:
+        if other is None or other.all_nodes():
+            return self
+        if self.all_nodes():
+            return PreFilterResult(set(other.node_names or ()))
+        return PreFilterResult((self.node_names or set()) & (other.node_names or set()))
+
+
+@dataclass(slots=True)
+class PostFilterResult:
+    nominated_node_name: str = ""
+    victims: list[Pod] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterEvent:
+    """A kind of change that may make a rejected pod schedulable (EventsToRegister)."""
+
+    resource: str  # Pod, Node, PersistentVolumeClaim, Namespace, ...
+    actions: tuple[str, ...] = ("add", "update", "delete")
+
+
+class Handle:
+    """What plugins may use of the scheduler: the cluster, the framework, the clock, the RNG."""
+
+    def __init__(self, cluster: ClusterState, framework: Framework | None = None,
+                 now: Callable[[], float] | None = None, rng: np.random.Generator | None = None,
+                 extra: dict[str, Any] | None = None) -> None:
+        self.cluster = cluster
+        self.framework = framework
+        self.now = now or (lambda: 0.0)
+        self.rng = rng if rng is not None else np.random.default_rng(0)
+        # Named services other parts provide (a metrics source for load-aware plugins, ...).
+        self.extra: dict[str, Any] = dict(extra or {})
+
+
+# ---------------------------------------------------------------- plugins
+
+
+class Plugin:
+    """Base of every scheduler plugin. `args` are the plugin's pluginConfig args (already a dict)."""
+
+    name: ClassVar[str] = ""
+
+    def __init__(self, args: dict[str, Any] | None, handle: Handle) -> None:
+        self.args = args or {}
+        self.handle = handle
+
+    @classmethod
+    def default_args(cls) -> dict[str, Any] | None:
+        """Upstream's defaulted args for this plugin, or None when the plugin takes no args."""
+        return None
+
+    def events_to_register(self) -> list[ClusterEvent]:
+        """Cluster events that may make a pod this plugin rejected schedulable again."""
+        return [ClusterEvent("Pod"), ClusterEvent("Node")]
+
+
+class PreEnqueuePlugin(Plugin):
+    def pre_enqueue(self, pod: Pod) -> Status:
+        raise NotImplementedError
+
+
+class QueueSortPlugin(Plugin):
+    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+        raise NotImplementedError
+
+    def sort_key(self, qpi: QueuedPodInfo) -> Any:
+        """A key consistent with `less`, used by the heap; None to fall back on `less`."""
+        return None
+
+
+class PreFilterExtensions:
+    """AddPod/RemovePod: keep PreFilter state right when preemption adds or removes pods on a node."""
+
+    def add_pod(self, state: CycleState, pod_to_schedule: Pod, pod_to_add: Pod, node_info: NodeInfo) -> Status:
+        return Status()
+
+    def remove_pod(self, state: CycleState, pod_to_schedule: Pod, pod_to_remove: Pod, node_info: NodeInfo) -> Status:
+        return Status()
+
+
+class PreFilterPlugin(Plugin):
+    def pre_filter(self, state: CycleState, pod: Pod, cluster: ClusterState) -> tuple[PreFilterResult | None, Status]:
+        raise NotImplementedError
+
+    def pre_filter_extensions(self) -> PreFilterExtensions | None:
+        return None
+
+
+class FilterPlugin(Plugin):
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
+        raise NotImplementedError
+
+    def filter_nodes(self, state: CycleState, pod: Pod, cluster: ClusterState, rows: np.ndarray) -> np.ndarray | None:
+        """Vectorised Filter: a bool mask over `rows` (True = passes). None: use the per-node form."""
+        return None
+
+
+class PostFilterPlugin(Plugin):
+    def post_filter(self, state: CycleState, pod: Pod,
+                    statuses: dict[str, Status]) -> tuple[PostFilterResult | None, Status]:
+        raise NotImplementedError
+
+
+class PreScorePlugin(Plugin):
+    def pre_score(self, state: CycleState, pod: Pod, cluster: ClusterState, rows: np.ndarray) -> Status:
+        raise NotImplementedError
+
+
+class ScorePlugin(Plugin):
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status]:
+        raise NotImplementedError
+
+    def score_nodes(self, state: CycleState, pod: Pod, cluster: ClusterState, rows: np.ndarray) -> np.ndarray | None:
+        """Vectorised Score: int64 scores for `rows`. None: use the per-node form."""
+        return None
+
+    def normalize_score(self, state: CycleState, pod: Pod, scores: np.ndarray, rows: np.ndarray) -> Status | None:
+        """NormalizeScore over the scores of all feasible nodes, in place. None: the plugin has none."""
+        return None
+
+
+class ReservePlugin(Plugin):
+    def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        return Status()
+
+    def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        return None
+
+
+class PermitPlugin(Plugin):
+    def permit(self, state: CycleState, pod: Pod, node_name: str) -> tuple[Status, float]:
+        return Status(), 0.0
+
+
+class PreBindPlugin(Plugin):
+    def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        return Status()
+
+
+class BindPlugin(Plugin):
+    def bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        raise NotImplementedError
+
+
+class PostBindPlugin(Plugin):
+    def post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        return None
+
+
+EXTENSION_POINTS: dict[str, type[Plugin]] = {
+    "preEnqueue": PreEnqueuePlugin,
+    "queueSort": QueueSortPlugin,
+    "preFilter": PreFilterPlugin,
+    "filter": FilterPlugin,
+    "postFilter": PostFilterPlugin,
+    "preScore": PreScorePlugin,
+    "score": ScorePlugin,
+    "reserve": ReservePlugin,
+    "permit": PermitPlugin,
+    "preBind": PreBindPlugin,
+    "bind": BindPlugin,
+    "postBind": PostBindPlugin,
+}
+
+
+@dataclass(slots=True)
+class QueuedPodInfo:
+    """A pod in the scheduling queue, with its queue bookkeeping."""
+
+    pod: Pod
+    timestamp: float  # when it was added to the queue (upstream's Timestamp)
+    initial_attempt_timestamp: float | None = None
+    attempts: int = 0
+    unschedulable_plugins: set[str] = field(default_factory=set)
+    pending_plugins: set[str] = field(default_factory=set)
+    gated: bool = False
+    seq: int = 0
+
+
+# ---------------------------------------------------------------- helpers plugins share
+
+
+class ShapeCache:
+    """Memoises per-pod-shape, node-static results (e.g. a filter mask over all table rows).
+
+    Pods of one workload share their selectors, tolerations and affinity; a mask that depends only on
+    that shape and on the node objects is computed once per (shape, node generation).
+    """
+
+    def __init__(self, limit: int = 4096) -> None:
+        self._data: dict[Hashable, Any] = {}
+        self._generation = -1
+        self._limit = limit
+
+    def get(self, cluster: ClusterState, key: Hashable, compute: Callable[[], Any]) -> Any:
+        if cluster.node_generation != self._generation or len(self._data) > self._limit:
+            self._data.clear()
+            self._generation = cluster.node_generation
+        value = self._data.get(key)
+        if value is None:
+            value = compute()
+            self._data[key] = value
+        return value
+
+
+def rows_of(node_infos: Iterable[NodeInfo]) -> np.ndarray:
+    return np.fromiter((n.index for n in node_infos), dtype=np.int64)

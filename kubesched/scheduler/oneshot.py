@@ -1,0 +1,92 @@
+"""One-shot runs of the scheduler over a snapshot: `schedule` (every pending pod) and `capacity`."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+from kubesched.api.objects import parse_pod
+from kubesched.api.snapshot import iter_objects, read_documents
+from kubesched.errors import InputError
+from kubesched.scheduler.scheduler import Outcome, Scheduler
+
+
+def schedule_all(sched: Scheduler, advance: Callable[[float], None]) -> dict[str, Any]:
+    """Every pending pod through the queue; each binding is applied before the next pod is scheduled.
+
+    Backoff waits are skipped on a virtual clock; pods still unschedulable when nothing more can change
+    are reported with their last reason.
+    """
+    records: dict[str, dict[str, Any]] = {}
+
+    def record(out: Outcome) -> None:
+        rec = records.setdefault(out.pod.key, {"pod": out.pod.key, "node": None, "nominatedNode": None,
+                                               "preempted": []})
+        rec["node"] = out.node
+        if out.nominated_node:
+            rec["nominatedNode"] = out.nominated_node
+        rec["preempted"].extend(v for v in out.preempted if v not in rec["preempted"])
+        if out.node is None:
+            rec["reason"] = out.reason
+        else:
+            rec.pop("reason", None)
+
+    sched.enqueue_pending()
+    sched.run_until_idle(advance=advance, on_outcome=record)
+    for key in sched.queue.pending().get("gated", []):
+        pod = sched.cluster.pods[key]
+        records.setdefault(key, {"pod": key, "node": None, "nominatedNode": None, "preempted": [],
+                                 "reason": "waiting for scheduling gates: "
+                                           + ", ".join(pod.scheduling_gates)})
+    return {"placements": list(records.values())}
+
+
+def capacity(sched: Scheduler, template_path: str, max_limit: int = 0) -> dict[str, Any]:
+    """Schedule copies of a pod one after another until one does not fit (cluster-capacity).
+
+    Preemption is not run: capacity asks what fits beside the existing pods, not what could displace them.
+    """
+    docs = list(iter_objects(read_documents(template_path), template_path))
+    pods = [d for d in docs if d.get("kind") == "Pod"]
+    if len(pods) != 1:
+        raise InputError(f"expected exactly one Pod, found {len(pods)}", file=template_path)
+    try:
+        template = parse_pod(pods[0])
+    except InputError as e:
+        raise e.located(file=template_path) from None
+    fwk = sched.framework_for(template)
+    if fwk is None:
+        raise InputError(f"no profile has schedulerName {template.scheduler_name!r}", file=template_path,
+                         obj=f"Pod {template.key}", field="spec.schedulerName")
+    per_node: dict[str, int] = {}
+    instances = 0
+    reason = ""
+    post_filter = fwk.post_filter
+    fwk.post_filter = []
+    try:
+        while not max_limit or instances < max_limit:
+            raw = copy.deepcopy(template.raw)
+            meta = raw.setdefault("metadata", {})
+            meta["name"] = f"{template.name}-{instances}"
+            raw.setdefault("spec", {}).pop("nodeName", None)
+            pod = parse_pod(raw)
+            sched.cluster.add(pod)
+            sched.queue.add(pod)
+            qpi = sched.queue.pop()
+            if qpi is None:
+                reason = "waiting for scheduling gates: " + ", ".join(pod.scheduling_gates)
+                sched.cluster.delete(pod)
+                break
+            out = sched.schedule_one(qpi)
+            if out.node is None:
+                reason = out.reason
+                sched.cluster.delete(pod)
+                break
+            instances += 1
+            per_node[out.node] = per_node.get(out.node, 0) + 1
+        else:
+            reason = f"limit reached ({max_limit} instances)"
+    finally:
+        fwk.post_filter = post_filter
+    return {"instances": instances, "perNode": per_node, "reason": reason}

@@ -1,0 +1,56 @@
+"""NodeResourcesBalancedAllocation: prefer nodes whose resource fractions stay close to each other.
+
+Uses what pods actually request (no scoring defaults), and skips best-effort pods at PreScore so that
+they do not all pile onto one node (kubernetes#129138).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from kubesched.api.objects import Pod
+from kubesched.api.resources import CPU, MEMORY
+from kubesched.cluster.state import ClusterState, NodeInfo
+from kubesched.scheduler.framework import ClusterEvent, CycleState, PreScorePlugin, ScorePlugin, Status, skip
+from kubesched.scheduler.plugins import resource_allocation as ra
+from kubesched.scheduler.plugins.args import check_known, get_list, resource_specs
+
+PRE_SCORE_KEY = "PreScoreNodeResourcesBalancedAllocation"
+
+
+class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
+    name = "NodeResourcesBalancedAllocation"
+
+    def __init__(self, args: dict[str, Any] | None, handle: Any) -> None:
+        super().__init__(args, handle)
+        check_known(self.args, {"resources"})
+        specs = resource_specs(get_list(self.args, "resources"), "resources", [(CPU, 1), (MEMORY, 1)])
+        self.resources = [n for n, _ in specs]
+
+    @classmethod
+    def default_args(cls) -> dict[str, Any]:
+        return {"resources": [{"name": CPU, "weight": 1}, {"name": MEMORY, "weight": 1}]}
+
+    def events_to_register(self) -> list[ClusterEvent]:
+        return [ClusterEvent("Pod", ("delete", "update")), ClusterEvent("Node", ("add", "update"))]
+
+    def pre_score(self, state: CycleState, pod: Pod, cluster: ClusterState, rows: np.ndarray) -> Status:
+        req = ra.pod_request_list(pod, self.resources, use_requested=True)
+        if not req.any():
+            return skip()
+        state.write(PRE_SCORE_KEY, req)
+        return Status()
+
+    def _pod_req(self, state: CycleState, pod: Pod) -> np.ndarray:
+        req = state.read(PRE_SCORE_KEY)
+        return req if req is not None else ra.pod_request_list(pod, self.resources, use_requested=True)
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status]:
+        requested, alloc = ra.allocatable_requested_one(node_info, self.resources, self._pod_req(state, pod), True)
+        return int(ra.balanced(requested[None, :], alloc[None, :])[0]), Status()
+
+    def score_nodes(self, state: CycleState, pod: Pod, cluster: ClusterState, rows: np.ndarray) -> np.ndarray:
+        requested, alloc = ra.allocatable_requested(cluster, rows, self.resources, self._pod_req(state, pod), True)
+        return ra.balanced(requested, alloc)

@@ -1,0 +1,19 @@
+"""SchedulingGates: a pod with spec.schedulingGates waits outside activeQ until they are removed."""
+
+from __future__ import annotations
+
+from kubesched.api.objects import Pod
+from kubesched.scheduler.framework import ClusterEvent, Code, PreEnqueuePlugin, Status
+
+
+class SchedulingGates(PreEnqueuePlugin):
+    name = "SchedulingGates"
+
+    def pre_enqueue(self, pod: Pod) -> Status:
+        if not pod.scheduling_gates:
+            return Status()
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                      [f"waiting for scheduling gates: [{' '.join(pod.scheduling_gates)}]"])
+
+    def events_to_register(self) -> list[ClusterEvent]:
+        return [ClusterEvent("Pod", ("update",))]

@@ -1,0 +1,350 @@
+"""The scheduler: schedule one pod (filter, score, select, assume, bind), the loop over the queue, explain.
+
+`schedule_pod` follows kube-scheduler's `schedulePod`: the nominated node first, then Filter over nodes
+in NodeTree order from a rotating start index until `numFeasibleNodesToFind` feasible nodes are found,
+then PreScore/Score/NormalizeScore with weights and a random choice among the best (one seeded RNG).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kubesched.api.objects import Pod
+from kubesched.cluster.state import ClusterState
+from kubesched.config.scheduler_config import SchedulerConfig, default_config
+from kubesched.scheduler.framework import Code, CycleState, Handle, PostFilterResult, Status
+from kubesched.scheduler.queue import SchedulingQueue
+from kubesched.scheduler.registry import Registry, default_registry
+from kubesched.scheduler.runtime import Framework, ScoreBreakdown, build_frameworks
+
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+NO_NODE_AVAILABLE = "0/{} nodes are available"
+
+
+@dataclass
+class Diagnosis:
+    node_to_status: dict[str, Status] = field(default_factory=dict)
+    unschedulable_plugins: set[str] = field(default_factory=set)
+    pending_plugins: set[str] = field(default_factory=set)
+    pre_filter_msg: str = ""
+    post_filter_msg: str = ""
+
+
+class FitError(Exception):
+    def __init__(self, pod: Pod, num_all_nodes: int, diagnosis: Diagnosis) -> None:
+        self.pod = pod
+        self.num_all_nodes = num_all_nodes
+        self.diagnosis = diagnosis
+        super().__init__(self.message())
+
+    def message(self) -> str:
+        msg = NO_NODE_AVAILABLE.format(self.num_all_nodes) + ":"
+        d = self.diagnosis
+        if d.pre_filter_msg:
+            msg += f" {d.pre_filter_msg}."
+        else:
+            counts: dict[str, int] = {}
+            for st in d.node_to_status.values():
+                for r in st.reasons:
+                    counts[r] = counts.get(r, 0) + 1
+            hist = sorted(f"{v} {k}" for k, v in counts.items())
+            if hist:
+                msg += f" {', '.join(hist)}."
+        if d.post_filter_msg:
+            msg += f" {d.post_filter_msg}."
+        return msg
+
+
+@dataclass
+class ScheduleResult:
+    suggested_host: str
+    evaluated_nodes: int
+    feasible_nodes: int
+
+
+@dataclass
+class Outcome:
+    """What one scheduling attempt did."""
+
+    pod: Pod
+    node: str | None
+    nominated_node: str | None = None
+    preempted: list[str] = field(default_factory=list)
+    reason: str = ""
+    status: Status | None = None
+
+
+class Scheduler:
+    def __init__(self, cluster: ClusterState, config: SchedulerConfig | None = None,
+                 registry: Registry | None = None, seed: int = 0, clock: Callable[[], float] | None = None,
+                 extra: dict[str, Any] | None = None) -> None:
+        self.cluster = cluster
+        self.config = config or default_config()
+        self.registry = registry or default_registry()
+        self.rng = np.random.default_rng(seed)
+        self.clock = clock or (lambda: 0.0)
+        self.extra = dict(extra or {})
+        self.frameworks: dict[str, Framework] = build_frameworks(
+            self.config, self.registry, lambda: Handle(cluster, None, self.clock, self.rng, self.extra))
+        for fwk in self.frameworks.values():
+            fwk.handle.extra["scheduler"] = self
+        self.queue = SchedulingQueue(self.frameworks, self.clock, self.config.pod_initial_backoff_seconds,
+                                     self.config.pod_max_backoff_seconds)
+        self.next_start_node_index = 0
+        # The nominator: pods nominated to a node by preemption (and snapshot status.nominatedNodeName).
+        self.nominated: dict[str, str] = {}
+        for p in cluster.pending_pods():
+            if p.nominated_node_name:
+                self.nominated[p.key] = p.nominated_node_name
+        cluster.listeners.append(self._on_event)
+
+    # ------------------------------------------------------------ events
+
+    def _on_event(self, action: str, obj: Any, extra: Any) -> None:
+        kind = getattr(obj, "kind", "")
+        if kind == "Pod":
+            if action in ("delete", "evict"):
+                self.nominated.pop(obj.key, None)
+                if obj.node_name:
+                    self.queue.on_cluster_event("Pod", "delete")
+                else:
+                    self.queue.delete(obj)
+            elif action == "bind":
+                self.queue.on_cluster_event("Pod", "add")
+            elif action in ("add", "update"):
+                if obj.node_name:
+                    self.queue.on_cluster_event("Pod", action)
+        elif kind:
+            self.queue.on_cluster_event(kind, action)
+
+    def framework_for(self, pod: Pod) -> Framework | None:
+        return self.frameworks.get(pod.scheduler_name)
+
+    def nominated_pods_for(self, node_name: str, pod: Pod) -> list[Pod]:
+        """Pods nominated to `node_name` with priority at least the pod's (excluding the pod itself)."""
+        out = []
+        prio = pod.effective_priority
+        for key, node in self.nominated.items():
+            if node != node_name or key == pod.key:
+                continue
+            p = self.cluster.pods.get(key)
+            if p is not None and not p.node_name and p.effective_priority >= prio:
+                out.append(p)
+        return out
+
+    # ------------------------------------------------------------ finding nodes
+
+    def num_feasible_nodes_to_find(self, fwk: Framework, num_all_nodes: int) -> int:
+        if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
+            return num_all_nodes
+        pct = fwk.profile.percentage_of_nodes_to_score
+        if pct is None:
+            pct = self.config.percentage_of_nodes_to_score or 0
+        if pct == 0:
+            pct = 50 - num_all_nodes // 125
+            if pct < MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND:
+                pct = MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND
+        num = num_all_nodes * pct // 100
+        return max(num, MIN_FEASIBLE_NODES_TO_FIND)
+
+    def _nodes_passing(self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray) -> np.ndarray:
+        mask = fwk.filter_mask(state, pod, rows)
+        if self.nominated:
+            infos = self.cluster.node_infos
+            targets = {n for k, n in self.nominated.items() if k != pod.key}
+            for i, r in enumerate(rows):
+                name = infos[r].name
+                if name in targets and mask[i]:
+                    nominated = self.nominated_pods_for(name, pod)
+                    if nominated:
+                        mask[i] = fwk.run_filter_with_nominated_pods(state, pod, infos[r], nominated).is_success
+        return mask
+
+    def find_nodes_that_fit(self, fwk: Framework, state: CycleState, pod: Pod,
+                            diagnosis: Diagnosis) -> tuple[np.ndarray, int]:
+        """Feasible rows (in evaluation order) and how many nodes were evaluated."""
+        cluster = self.cluster
+        all_rows = cluster.node_order()
+        pre_res, st = fwk.run_pre_filter(state, pod)
+        if not st.is_success:
+            if st.code is Code.ERROR:
+                raise RuntimeError(f"running PreFilter plugin {st.plugin}: {st.message}")
+            for info in cluster.node_infos:
+                diagnosis.node_to_status[info.name] = st
+            diagnosis.pre_filter_msg = st.message
+            if st.plugin:
+                (diagnosis.pending_plugins if st.code is Code.PENDING else diagnosis.unschedulable_plugins).add(st.plugin)
+            return np.zeros(0, dtype=np.int64), 0
+
+        if pod.nominated_node_name:
+            nominated_info = cluster.node_info_by_name.get(pod.nominated_node_name)
+            if nominated_info is not None and (pre_res.all_nodes() or nominated_info.name in (pre_res.node_names or ())):
+                rows = np.array([nominated_info.index], dtype=np.int64)
+                if self._nodes_passing(fwk, state, pod, rows)[0]:
+                    return rows, 1
+
+        rows = all_rows
+        if not pre_res.all_nodes():
+            names = pre_res.node_names or set()
+            rows = np.array([r for r in all_rows if cluster.node_infos[r].name in names], dtype=np.int64)
+            for info in cluster.node_infos:
+                if info.name not in names:
+                    diagnosis.node_to_status[info.name] = Status(
+                        Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ["node(s) didn't satisfy plugin(s) "
+                                                             f"[{', '.join(self._prefilter_result_plugins(state))}]"])
+        n = len(rows)
+        if n == 0:
+            return rows, 0
+        to_find = self.num_feasible_nodes_to_find(fwk, n)
+        start = self.next_start_node_index % n
+        rotated = np.roll(rows, -start) if start else rows
+        mask = self._nodes_passing(fwk, state, pod, rotated)
+        feasible_pos = np.flatnonzero(mask)
+        if len(feasible_pos) >= to_find:
+            feasible_pos = feasible_pos[:to_find]
+            processed = int(feasible_pos[-1]) + 1 if len(feasible_pos) else n
+        else:
+            processed = n
+        self.next_start_node_index = (start + processed) % len(all_rows)
+        failed = rotated[:processed][~mask[:processed]]
+        if len(failed):
+            statuses = fwk.first_failure_statuses(state, pod, failed)
+            for name, fst in statuses.items():
+                if fst.is_success:
+                    # Failed only with nominated pods counted: upstream reports the plugin's status then too.
+                    fst = fwk.run_filter_with_nominated_pods(state, pod, cluster.node_info_by_name[name],
+                                                             self.nominated_pods_for(name, pod))
+                diagnosis.node_to_status[name] = fst
+                if fst.plugin:
+                    (diagnosis.pending_plugins if fst.code is Code.PENDING
+                     else diagnosis.unschedulable_plugins).add(fst.plugin)
+        return rotated[feasible_pos], processed
+
+    @staticmethod
+    def _prefilter_result_plugins(state: CycleState) -> list[str]:
+        return sorted(k.split("/", 1)[1] for k in state._data if k.startswith("PreFilterResult/"))
+
+    # ------------------------------------------------------------ scoring
+
+    def select_host(self, rows: np.ndarray, total: np.ndarray) -> int:
+        best = total.max()
+        ties = np.flatnonzero(total == best)
+        pick = ties[0] if len(ties) == 1 else ties[int(self.rng.integers(len(ties)))]
+        return int(rows[pick])
+
+    def prioritize(self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray) -> ScoreBreakdown:
+        if not fwk.score:
+            return ScoreBreakdown(rows, total=np.ones(len(rows), dtype=np.int64))
+        st = fwk.run_pre_score(state, pod, rows)
+        if not st.is_success:
+            raise RuntimeError(f"running PreScore plugin {st.plugin}: {st.message}")
+        breakdown, st = fwk.run_score(state, pod, rows)
+        if not st.is_success:
+            raise RuntimeError(f"running Score plugin {st.plugin}: {st.message}")
+        return breakdown
+
+    def schedule_pod(self, fwk: Framework, state: CycleState, pod: Pod) -> ScheduleResult:
+        if self.cluster.num_nodes == 0:
+            raise FitError(pod, 0, Diagnosis())
+        diagnosis = Diagnosis()
+        feasible, evaluated = self.find_nodes_that_fit(fwk, state, pod, diagnosis)
+        if len(feasible) == 0:
+            raise FitError(pod, self.cluster.num_nodes, diagnosis)
+        if len(feasible) == 1:
+            return ScheduleResult(self.cluster.node_infos[int(feasible[0])].name, evaluated, 1)
+        breakdown = self.prioritize(fwk, state, pod, feasible)
+        assert breakdown.total is not None
+        row = self.select_host(feasible, breakdown.total)
+        return ScheduleResult(self.cluster.node_infos[row].name, evaluated, len(feasible))
+
+    # ------------------------------------------------------------ one attempt
+
+    def schedule_one(self, qpi: Any) -> Outcome:
+        """A scheduling cycle and a binding cycle for one queued pod."""
+        pod = qpi.pod
+        fwk = self.framework_for(pod)
+        if fwk is None:
+            self.queue.delete(pod)
+            return Outcome(pod, None, reason=f"no profile for schedulerName {pod.scheduler_name!r}")
+        cycle = self.queue.scheduling_cycle
+        state = CycleState()
+        try:
+            result = self.schedule_pod(fwk, state, pod)
+        except FitError as fe:
+            outcome = Outcome(pod, None)
+            d = fe.diagnosis
+            if fwk.post_filter and d.node_to_status:
+                pf, pst = fwk.run_post_filter(state, pod, d.node_to_status)
+                if pst.message:
+                    d.post_filter_msg = pst.message
+                if pf is not None and pf.nominated_node_name:
+                    outcome.nominated_node = pf.nominated_node_name
+                    outcome.preempted = [v.key for v in pf.victims]
+                    self._nominate(pod, pf)
+            outcome.reason = fe.message()
+            qpi.unschedulable_plugins = set(d.unschedulable_plugins)
+            qpi.pending_plugins = set(d.pending_plugins)
+            self.queue.add_unschedulable(qpi, cycle)
+            return outcome
+        return self._assume_and_bind(fwk, state, qpi, result.suggested_host, cycle)
+
+    def _nominate(self, pod: Pod, pf: PostFilterResult) -> None:
+        self.nominated[pod.key] = pf.nominated_node_name
+        pod.nominated_node_name = pf.nominated_node_name
+        status = pod.raw.setdefault("status", {})
+        if isinstance(status, dict):
+            status["nominatedNodeName"] = pf.nominated_node_name
+
+    def _assume_and_bind(self, fwk: Framework, state: CycleState, qpi: Any, host: str, cycle: int) -> Outcome:
+        pod = qpi.pod
+        # Assume: the pod counts on the node from now on, before binding completes.
+        self.cluster.bind(pod, host)
+        st = fwk.run_reserve(state, pod, host)
+        if st.is_success:
+            st = fwk.run_permit(state, pod, host)
+        if st.is_success:
+            st = fwk.run_pre_bind(state, pod, host)
+        if st.is_success:
+            st = fwk.run_bind(state, pod, host)
+        if not st.is_success:
+            fwk.run_unreserve(state, pod, host)
+            self.cluster.apply("unbind", pod)
+            qpi.unschedulable_plugins = {st.plugin} if st.plugin else set()
+            self.queue.add_unschedulable(qpi, cycle, error=st.code is Code.ERROR)
+            return Outcome(pod, None, reason=st.message, status=st)
+        fwk.run_post_bind(state, pod, host)
+        self.nominated.pop(pod.key, None)
+        if pod.nominated_node_name:
+            pod.nominated_node_name = ""
+        self.queue.done(pod)
+        return Outcome(pod, host)
+
+    # ------------------------------------------------------------ the loop
+
+    def enqueue_pending(self) -> None:
+        for p in self.cluster.pending_pods():
+            if p.key not in self.queue.infos:
+                self.queue.add(p)
+
+    def run_until_idle(self, advance: Callable[[float], None] | None = None,
+                       on_outcome: Callable[[Outcome], None] | None = None, max_attempts: int = 1_000_000) -> None:
+        """Schedule until activeQ and backoffQ are empty. `advance(t)` moves a virtual clock to t."""
+        attempts = 0
+        while attempts < max_attempts:
+            qpi = self.queue.pop()
+            if qpi is None:
+                nxt = self.queue.next_backoff_expiry()
+                if nxt is None or advance is None:
+                    return
+                advance(nxt)
+                continue
+            attempts += 1
+            out = self.schedule_one(qpi)
+            if on_outcome is not None:
+                on_outcome(out)
+
