@@ -1,0 +1,91 @@
+"""Pod QoS classes, as `pkg/apis/core/v1/helper/qos` computes them.
+
+Only cpu and memory take part. With pod-level resources (`spec.resources`, feature gate PodLevelResources,
+on by default) the class comes from the pod-level requests and limits alone; otherwise each init and
+regular container gets a class from its own requests and limits (equal and non-zero: Guaranteed, all
+zero or absent: BestEffort, anything else: Burstable) and the pod is Burstable as soon as one container is
+Burstable or two containers differ. Stored objects are read as they are: no limits are copied into
+missing requests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from fractions import Fraction
+
+from kubesched.api.objects import Pod
+from kubesched.api.resources import CPU, MEMORY, is_supported_pod_level_resource
+
+GUARANTEED = "Guaranteed"
+BURSTABLE = "Burstable"
+BEST_EFFORT = "BestEffort"
+QOS_CLASSES = (GUARANTEED, BURSTABLE, BEST_EFFORT)
+
+_QOS_RESOURCES = (CPU, MEMORY)
+_ZERO = Fraction(0)
+
+
+def has_pod_level_resources(pod: Pod) -> bool:
+    """`pod.Spec.Resources != nil`: the stored spec has a `resources` object (even an empty one)."""
+    spec = pod.raw.get("spec")
+    return isinstance(spec, dict) and isinstance(spec.get("resources"), dict)
+
+
+def is_pod_level_requests_set(pod: Pod) -> bool:
+    """resourcehelper.IsPodLevelRequestsSet: a supported resource among the pod-level requests."""
+    return any(is_supported_pod_level_resource(k) for k in (pod.pod_requests or {}))
+
+
+def is_pod_level_resources_set(pod: Pod) -> bool:
+    """resourcehelper.IsPodLevelResourcesSet: a supported resource among pod-level requests or limits."""
+    return is_pod_level_requests_set(pod) or any(is_supported_pod_level_resource(k) for k in (pod.pod_limits or {}))
+
+
+def _resource_qos(requests: Mapping[str, Fraction], limits: Mapping[str, Fraction]) -> str:
+    # One set of requirements: an empty set is BestEffort even if it only names other resources.
+    if not requests and not limits:
+        return BEST_EFFORT
+    qos = ""
+    for name in _QOS_RESOURCES:
+        req = requests.get(name, _ZERO)
+        lim = limits.get(name, _ZERO)
+        if req != lim:
+            return BURSTABLE
+        best_effort = req == 0
+        if not qos:
+            qos = BEST_EFFORT if best_effort else GUARANTEED
+        elif best_effort != (qos == BEST_EFFORT):
+            return BURSTABLE
+    return qos
+
+
+def compute_qos(pod: Pod, pod_level_resources: bool = True) -> str:
+    """ComputePodQOS: the class from the spec, ignoring status.qosClass."""
+    cached = pod.cache.get(("qos", pod_level_resources))
+    if cached is not None:
+        return str(cached)
+    if pod_level_resources and has_pod_level_resources(pod):
+        qos = _resource_qos(pod.pod_requests or {}, pod.pod_limits or {})
+    else:
+        qos = ""
+        for c in [*pod.init_containers, *pod.containers]:
+            cq = _resource_qos(c.requests, c.limits)
+            if cq == BURSTABLE:
+                qos = BURSTABLE
+                break
+            if not qos:
+                qos = cq
+            elif qos != cq:
+                qos = BURSTABLE
+                break
+        qos = qos or BEST_EFFORT
+    pod.cache[("qos", pod_level_resources)] = qos
+    return qos
+
+
+def qos_class(pod: Pod, pod_level_resources: bool = True) -> str:
+    """GetPodQOS: status.qosClass when the API server has set it, otherwise computed from the spec."""
+    status = pod.status.get("qosClass")
+    if isinstance(status, str) and status:
+        return status
+    return compute_qos(pod, pod_level_resources)
