@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -9,6 +10,38 @@ from typing import Any
 from kubesched.errors import InputError
 
 LABEL_OPS = ("In", "NotIn", "Exists", "DoesNotExist")
+
+_INT64 = re.compile(r"[+-]?[0-9]+")
+_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
+_LABEL_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def go_parse_int64(text: str) -> int | None:
+    """strconv.ParseInt(text, 10, 64): an optional sign and decimal digits that fit in int64, else None."""
+    if not _INT64.fullmatch(text):
+        return None
+    v = int(text)
+    return v if -(2**63) <= v < 2**63 else None
+
+
+def is_valid_label_value(value: str) -> bool:
+    """validation.IsValidLabelValue: at most 63 characters, alphanumeric at both ends."""
+    return len(value) <= 63 and _LABEL_VALUE.fullmatch(value) is not None
+
+
+def is_qualified_name(key: str) -> bool:
+    """validation.IsQualifiedName (label keys): an optional DNS subdomain prefix and a name of at most 63."""
+    parts = key.split("/")
+    if len(parts) == 1:
+        name = parts[0]
+    elif len(parts) == 2:
+        prefix, name = parts
+        if not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(prefix):
+            return False
+    else:
+        return False
+    return 0 < len(name) <= 63 and _LABEL_NAME.fullmatch(name) is not None
 NODE_OPS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 
 
@@ -36,11 +69,10 @@ class Requirement:
             v = labels.get(self.key)
             if v is None:
                 return False
-            try:
-                have = int(v)
-            except ValueError:
+            have = go_parse_int64(v)
+            want = go_parse_int64(self.values[0]) if self.values else None
+            if have is None or want is None:
                 return False
-            want = int(self.values[0])
             return have > want if op == "Gt" else have < want
         return False
 
@@ -181,24 +213,23 @@ def _valid_node_requirement(r: Requirement, label: bool) -> bool:
     """What the scheduler's nodeaffinity helper accepts when it builds the selector.
 
     Stored objects already passed API validation; the remaining failure modes are the ones that only
-    the selector builder checks: In/NotIn without values, Gt/Lt without exactly one integer, and a
-    field requirement on anything but metadata.name with In/NotIn and one value.
+    the selector builder checks: In/NotIn without values, Gt/Lt without exactly one integer, a label
+    key or value that is not a valid label (e.g. "invalid value: ___@#$%^"), and a field requirement
+    on anything but metadata.name with In/NotIn and one value.
     """
     if r.operator in ("In", "NotIn") and not r.values:
         return False
     if r.operator in ("Exists", "DoesNotExist") and r.values:
         return False
     if r.operator in ("Gt", "Lt"):
-        if len(r.values) != 1:
-            return False
-        try:
-            int(r.values[0])
-        except ValueError:
+        if len(r.values) != 1 or go_parse_int64(r.values[0]) is None:
             return False
     if not label:
         if r.key != "metadata.name" or r.operator not in ("In", "NotIn") or len(r.values) != 1:
             return False
-    return True
+        return True
+    # labels.NewRequirement also validates the key and every value.
+    return is_qualified_name(r.key) and all(is_valid_label_value(v) for v in r.values)
 
 
 def parse_node_selector(raw: Any, field: str) -> NodeSelector:

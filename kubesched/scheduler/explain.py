@@ -87,6 +87,10 @@ def explain(scheduler: Scheduler, pod: Pod) -> dict[str, Any]:
                 entry["scores"][name] = {"raw": int(breakdown.raw[name][i]),
                                          "normalized": int(breakdown.normalized[name][i]),
                                          "weighted": int(breakdown.weighted[name][i])}
+            for spl in fwk.score:
+                if spl.name in state.skip_score_plugins:
+                    # Skipped at PreScore: the plugin adds nothing to any node, i.e. scores 0 everywhere.
+                    entry["scores"][spl.name] = {"raw": 0, "normalized": 0, "weighted": 0, "skipped": True}
             entry["total"] = int(breakdown.total[i])
         selected = infos[scheduler.select_host(feasible_rows, breakdown.total)].name
     else:

@@ -1,0 +1,49 @@
+"""NodeName: a pod with spec.nodeName fits only the node of that name."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from kubesched.api.objects import Pod
+from kubesched.cluster.state import ClusterState, NodeInfo
+from kubesched.scheduler.framework import ClusterEvent, CycleState, FilterPlugin, ShapeCache, Status, unresolvable
+from kubesched.scheduler.plugins.helper import no_args, node_static_mask
+
+ERR_REASON = "node(s) didn't match the requested node name"
+
+
+def fits(pod: Pod, node_info: NodeInfo) -> bool:
+    return not pod.node_name or pod.node_name == node_info.node.name
+
+
+class NodeName(FilterPlugin):
+    name = "NodeName"
+
+    def __init__(self, args: dict[str, Any] | None, handle: Any) -> None:
+        super().__init__(args, handle)
+        no_args(self.name, args)
+        self._masks = ShapeCache()
+
+    def events_to_register(self) -> list[ClusterEvent]:
+        return [ClusterEvent("Node", ("add",))]
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
+        if not fits(pod, node_info):
+            return unresolvable(ERR_REASON)
+        return Status()
+
+    def filter_nodes(self, state: CycleState, pod: Pod, cluster: ClusterState, rows: np.ndarray) -> np.ndarray:
+        wanted = pod.node_name
+        if not wanted:
+            return np.ones(len(rows), dtype=bool)
+
+        def compute() -> np.ndarray:
+            out = np.zeros(cluster.num_nodes, dtype=bool)
+            info = cluster.node_info_by_name.get(wanted)
+            if info is not None:
+                out[info.index] = True
+            return out
+
+        return node_static_mask(self._masks, cluster, wanted, compute)[rows]
