@@ -53,11 +53,15 @@ def zone_key(node: Node) -> str:
 
 
 def host_ports_of(pod: Pod) -> tuple[tuple[str, str, int], ...]:
-    """(hostIP, protocol, hostPort) of every regular container port with a hostPort (init containers ignored)."""
+    """(hostIP, protocol, hostPort) of every container port with a hostPort (schedutil.GetHostPorts).
+
+    Sidecars (init containers with restartPolicy Always) run for the pod's whole life and count, first;
+    other init containers are ignored.
+    """
     cached = pod.cache.get("host_ports")
     if cached is None:
         out = []
-        for c in pod.containers:
+        for c in [c for c in pod.init_containers if c.is_sidecar] + pod.containers:
             for p in c.ports:
                 if p.host_port > 0:
                     out.append((p.host_ip or "0.0.0.0", p.protocol or "TCP", p.host_port))
