@@ -241,3 +241,24 @@ def test_no_thresholds_and_no_local_storage_isolation_does_nothing() -> None:
     m = EvictionManager(config(evictionHard={}, localStorageCapacityIsolation=False))
     r = m.synchronize(T0, memory_stats(1, USAGE), PODS)
     assert r.conditions == [] and r.evictions == [] and r.observations == {}
+
+
+def test_memory_backed_empty_dir_is_held_to_its_real_size_when_resizable() -> None:
+    vol = [{"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}}]
+    p = pod("p", volumes=vol)
+
+    def stats(capacity: int | None) -> Summary:
+        v: dict[str, Any] = {"name": "shm", "usedBytes": 2 * GI}
+        if capacity is not None:
+            v["capacityBytes"] = capacity
+        return parse_summary({"node": {"nodeName": "n1"},
+                              "pods": [{"podRef": {"name": "p", "namespace": "default", "uid": "p"}, "volume": [v]}]})
+
+    off = EvictionManager(config(evictionHard={}, localStorageCapacityIsolation=True))
+    assert [e.pod.name for e in off.synchronize(T0, stats(3 * GI), [p]).evictions] == ["p"]  # sizeLimit 1Gi
+    gate = {"InPlacePodVerticalScalingMemoryBackedVolumes": True}
+    on = EvictionManager(config(evictionHard={}, localStorageCapacityIsolation=True, featureGates=gate))
+    assert on.synchronize(T0, stats(3 * GI), [p]).evictions == []  # 2Gi fits the 3Gi the volume has
+    assert on.synchronize(T0 + 10, stats(None), [p]).evictions == []  # no capacity in the stats: not judged
+    ev = on.synchronize(T0 + 20, stats(GI), [p]).evictions
+    assert [e.pod.name for e in ev] == ["p"] and "1Gi" in ev[0].message

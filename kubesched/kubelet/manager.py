@@ -23,7 +23,7 @@ from kubesched.config.kubelet_config import KubeletEvictionConfig
 from kubesched.errors import InputError
 from kubesched.kubelet.admission import REASON, AdmitResult, admit, pressure_taints
 from kubesched.kubelet.critical import is_critical_pod
-from kubesched.kubelet.quantities import GoQuantity, parse_go_quantity
+from kubesched.kubelet.quantities import GoQuantity, binary, parse_go_quantity
 from kubesched.kubelet.ranking import (
     RankFunc,
     StatsFunc,
@@ -205,6 +205,7 @@ class EvictionManager:
         self.disk_layout = disk_layout or DiskLayout()
         self.thresholds: list[Threshold] = list(config.thresholds)
         self.pod_level_resources = config.feature_enabled("PodLevelResources")
+        self.memory_backed_volume_resize = config.feature_enabled("InPlacePodVerticalScalingMemoryBackedVolumes")
         self.node_conditions: list[str] = []
         self.thresholds_first_observed_at: dict[Threshold, float] = {}
         self.node_conditions_last_observed_at: dict[str, float] = {}
@@ -350,16 +351,27 @@ class EvictionManager:
 
     def _empty_dir_violation(self, ps: PodStats, pod: Pod) -> tuple[str, str] | None:
         used = {v.name: v.fs.used_bytes for v in ps.volumes if v.fs.used_bytes is not None}
+        capacity = {v.name: v.fs.capacity_bytes for v in ps.volumes if v.fs.capacity_bytes is not None}
         for i, vol in enumerate(pod.volumes):
             empty_dir = vol.get("emptyDir")
-            if not isinstance(empty_dir, dict) or empty_dir.get("sizeLimit") is None:
+            if not isinstance(empty_dir, dict):
                 continue
-            try:
-                size = parse_go_quantity(empty_dir["sizeLimit"])
-            except ValueError as e:
-                raise InputError(str(e), obj=f"Pod {pod.key}", field=f"spec.volumes[{i}].emptyDir.sizeLimit") from None
-            u = used.get(str(vol.get("name")))
-            if u is not None and size.value > 0 and u > size.value:
+            name = str(vol.get("name"))
+            size: GoQuantity | None = None
+            if empty_dir.get("sizeLimit") is not None:
+                try:
+                    size = parse_go_quantity(empty_dir["sizeLimit"])
+                except ValueError as e:
+                    raise InputError(str(e), obj=f"Pod {pod.key}",
+                                     field=f"spec.volumes[{i}].emptyDir.sizeLimit") from None
+            if self.memory_backed_volume_resize and empty_dir.get("medium") == "Memory":
+                # A resizable memory-backed emptyDir is held to the size the volume really has; while its
+                # stats lack a capacity it is not judged at all.
+                if name not in capacity:
+                    continue
+                size = binary(capacity[name])
+            u = used.get(name)
+            if u is not None and size is not None and size.value > 0 and u > size.value:
                 return SIGNAL_EMPTY_DIR_FS_LIMIT, EMPTY_DIR_MESSAGE.format(vol.get("name"), size)
         return None
 
