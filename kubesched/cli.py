@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import click
@@ -25,7 +25,10 @@ SEED = click.option("--seed", type=int, default=0, show_default=True, help="seed
 
 def parse_now(value: str | None) -> datetime:
     if value is None:
-        return datetime.now(UTC)
+        # Marked as "nobody chose this moment": a replayed capture's metrics are then judged at their own time.
+        from kubesched.metrics.base import wall_clock_now
+
+        return wall_clock_now()
     from kubesched.api.objects import parse_time
 
     t = parse_time(value, "--now")
@@ -244,6 +247,33 @@ def qos_cmd(snapshot: str, now: str | None, output: str) -> None:
         from kubesched.kubelet.command import qos_command, qos_table
 
         emit(output, qos_command(snapshot=snapshot), qos_table)
+
+    _run(run)
+
+
+# ---------------------------------------------------------------- simulate
+
+
+@main_group.command("simulate")
+@click.argument("scenario", type=click.Path())
+@click.option("--variant", "variants", multiple=True, metavar="NAME=FILE",
+              help="run the scenario also under this scheduler config / descheduler policy / kubelet config "
+                   "(a file of those documents or a kubesched.io Variant; repeatable)")
+@click.option("--out", type=click.Path(), default=None, help="folder for the results and report.html")
+@click.option("--json", "as_json", is_flag=True, help="print the results as one JSON document")
+@click.option("--jobs", type=click.IntRange(min=1), default=None, help="parallel processes (default: one per variant)")
+@click.option("--seed", type=int, default=None, help="override the scenario's seed")
+@click.option("--duration", default=None, metavar="DURATION", help="override the scenario's duration (e.g. 2h)")
+@click.option("--no-html", "no_html", is_flag=True, help="do not write report.html")
+@click.option("--progress/--no-progress", default=None, help="progress bars on stderr (default: when a terminal)")
+def simulate_cmd(scenario: str, variants: tuple[str, ...], out: str | None, as_json: bool, jobs: int | None,
+                 seed: int | None, duration: str | None, no_html: bool, progress: bool | None) -> None:
+    """Simulate the closed loop (scheduler, kubelets, descheduler, usage) and compare variants."""
+
+    def run() -> None:
+        from kubesched.sim.command import simulate_command
+
+        simulate_command(scenario, variants, out, as_json, jobs, seed, duration, not no_html, progress)
 
     _run(run)
 

@@ -1,0 +1,963 @@
+"""LowNodeLoad: koordinator's load-aware rebalancing — evict from nodes whose *actual usage* is high.
+
+Mirrors koordinator's `descheduler/framework/plugins/loadaware` (low_node_load.go, utilization_util.go).
+For each node pool (the v1alpha2 top-level thresholds become the first pool, `__default_node_pool__`):
+
+1. Usage per node: system usage plus the usage of the pods reported on it (koordinator NodeMetric), or
+   metrics.k8s.io NodeMetrics/PodMetrics (system usage = node usage minus its pods'); `pods` is the pod
+   count. Nodes whose metrics are missing or older than `nodeMetricExpirationSeconds` are left out.
+   Prod usage counts the koord-prod pods only.
+2. Thresholds: percentages of allocatable (raw-allocatable annotation first), `int(pct·0.01·alloc)`; with
+   `useDeviationThresholds` the mean usage over the pool's nodes minus/plus the given percentages.
+   A resource named in no threshold gets 100% (0 in deviation mode); memory is always a resource.
+3. Classify: a schedulable node at or under every low threshold is a destination (node-low, or prod-low,
+   or both-low); a node over any high threshold is a source; a node-low or in-between node over a prod
+   high threshold is a prod source.
+4. Anomaly detection: a source must be abnormal more than `consecutiveAbnormalities` rounds in a row
+   (1 means at once); state is kept across cycles, per node, for `detectorCacheTimeout`.
+5. Evict, hottest source first (resource-weighted usage), pods in koordinator's order (priority class,
+   priority, QoS, deletion and eviction cost, then the highest usage of the over-threshold resources,
+   newest first), while the source is over its high threshold and the destinations keep headroom.
+   With `nodeFit`, a pod must fit a destination (node selector and affinity, taints, requests) without
+   pushing that destination over its high threshold; each fit is booked on the destination.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from kubesched.api import koordinator as koord
+from kubesched.api.objects import Node, Pod
+from kubesched.api.qos import BEST_EFFORT, BURSTABLE, GUARANTEED, qos_class
+from kubesched.api.quantity import milli_value_of, value_of
+from kubesched.api.selectors import LabelSelector, parse_label_selector
+from kubesched.descheduler import nodeutil
+from kubesched.descheduler.framework import BalancePlugin, EvictionLimitError, EvictOptions, Handle, Status
+from kubesched.descheduler.plugins._gosort import go_sort_slice
+from kubesched.errors import InputError
+from kubesched.metrics.base import Metrics, PodUsage, absolute_usage, reference_time
+from kubesched.scheduler.plugins.gomath import go_div
+
+NAME = "LowNodeLoad"
+DEFAULT_NODE_POOL = "__default_node_pool__"
+MIN_PERCENTAGE, MAX_PERCENTAGE = 0.0, 100.0
+DEFAULT_NODE_METRIC_EXPIRATION_SECONDS = 180
+DEFAULT_DETECTOR_CACHE_TIMEOUT = 5 * 60.0
+DEFAULT_ANOMALY = {"timeout": 60.0, "consecutiveAbnormalities": 5, "consecutiveNormalities": 3}
+DEFAULT_DETECTOR_TIMEOUT = 60.0
+ANNOTATION_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+ANNOTATION_EVICTION_COST = "scheduling.koordinator.sh/eviction-cost"
+NORMALIZED_MARK = "kubeschedNormalized"
+
+_ARGS = ("paused", "dryRun", "numberOfNodes", "nodeMetricExpirationSeconds", "evictableNamespaces", "nodeSelector",
+         "podSelectors", "nodeFit", "useDeviationThresholds", "highThresholds", "lowThresholds",
+         "prodHighThresholds", "prodLowThresholds", "resourceWeights", "anomalyCondition", "detectorCacheTimeout",
+         "nodePools")
+_POOL_ARGS = ("name", "nodeSelector", "useDeviationThresholds", "highThresholds", "lowThresholds",
+              "prodHighThresholds", "prodLowThresholds", "resourceWeights", "anomalyCondition")
+
+Usage = dict[str, Fraction]
+
+
+# ---------------------------------------------------------------- args: v1alpha2 defaulting, conversion, validation
+
+
+def _obj(raw: Any, field: str, allowed: tuple[str, ...] | None = None) -> dict[str, Any]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise InputError(f"expected an object, got {type(raw).__name__}", field=field)
+    for k in raw:
+        if allowed is not None and k not in allowed and k not in ("apiVersion", "kind"):
+            raise InputError(f"unknown field {k!r}; expected one of {', '.join(sorted(allowed))}", field=f"{field}.{k}")
+    return raw
+
+
+def _bool(raw: Any, field: str, default: bool) -> bool:
+    if raw is None:
+        return default
+    if not isinstance(raw, bool):
+        raise InputError(f"expected true or false, got {raw!r}", field=field)
+    return raw
+
+
+def _int(raw: Any, field: str, default: int) -> int:
+    if raw is None:
+        return default
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or float(raw) != int(raw):
+        raise InputError(f"expected an integer, got {raw!r}", field=field)
+    return int(raw)
+
+
+def _thresholds(raw: Any, field: str) -> dict[str, float] | None:
+    if raw is None:
+        return None
+    d = _obj(raw, field)
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise InputError(f"expected a percentage, got {v!r}", field=f"{field}.{k}")
+        out[str(k)] = float(v)
+    return out
+
+
+def _weights(raw: Any, field: str) -> dict[str, int] | None:
+    if raw is None:
+        return None
+    out = {}
+    for k, v in _obj(raw, field).items():
+        out[str(k)] = _int(v, f"{field}.{k}", 0)
+    return out
+
+
+def _duration(raw: Any, field: str) -> float | None:
+    if raw is None:
+        return None
+    from kubesched.metrics.base import parse_duration
+
+    return parse_duration(raw, field)
+
+
+def _anomaly(raw: Any, field: str) -> dict[str, Any] | None:
+    if raw is None:
+        return None
+    d = _obj(raw, field, ("timeout", "consecutiveAbnormalities", "consecutiveNormalities"))
+    out: dict[str, Any] = {"timeout": _duration(d.get("timeout"), f"{field}.timeout")}
+    for k in ("consecutiveAbnormalities", "consecutiveNormalities"):
+        n = _int(d.get(k), f"{field}.{k}", 0)
+        if n < 0:
+            raise InputError(f"expected a non-negative integer, got {n}", field=f"{field}.{k}")
+        out[k] = n
+    return out
+
+
+def _selector(raw: Any, field: str) -> dict[str, Any] | None:
+    if raw is None:
+        return None
+    parse_label_selector(raw, field)  # validate
+    return copy.deepcopy(raw)
+
+
+def normalize_args(raw: Any, field: str = "args") -> dict[str, Any]:
+    """koordinator's v1alpha2 LowNodeLoadArgs: defaulted, converted to the internal form, validated.
+
+    The result lists every pool; its `nodeSelector`/thresholds/weights/anomaly at the top are folded into
+    the first pool `__default_node_pool__`, as koordinator's conversion does.
+    """
+    a = _obj(raw, field, (*_ARGS, NORMALIZED_MARK))
+    if a.get(NORMALIZED_MARK):
+        return dict(a)
+    top_low = _thresholds(a.get("lowThresholds"), f"{field}.lowThresholds")
+    top_high = _thresholds(a.get("highThresholds"), f"{field}.highThresholds")
+    top_prod_low = _thresholds(a.get("prodLowThresholds"), f"{field}.prodLowThresholds")
+    top_prod_high = _thresholds(a.get("prodHighThresholds"), f"{field}.prodHighThresholds")
+    # SetDefaults_LowNodeLoadArgs (its else-if chain fills at most one zero count, as upstream).
+    anomaly = _anomaly(a.get("anomalyCondition"), f"{field}.anomalyCondition")
+    if anomaly is None:
+        anomaly = dict(DEFAULT_ANOMALY)
+    elif anomaly["consecutiveAbnormalities"] == 0:
+        anomaly["consecutiveAbnormalities"] = DEFAULT_ANOMALY["consecutiveAbnormalities"]
+    elif anomaly["consecutiveNormalities"] == 0:
+        anomaly["consecutiveNormalities"] = DEFAULT_ANOMALY["consecutiveNormalities"]
+    defaults = {"cpu": 1, "memory": 1}
+    for names in (top_low or {}, top_high or {}):
+        for k in names:
+            defaults[k] = 1
+    weights = _weights(a.get("resourceWeights"), f"{field}.resourceWeights")
+    if weights is None:
+        weights = defaults
+    else:
+        for k, w in defaults.items():
+            if weights.get(k, 0) <= 0:
+                weights[k] = w
+    pools = []
+    raw_pools = a.get("nodePools")
+    if raw_pools is not None and not isinstance(raw_pools, list):
+        raise InputError("expected a list of node pools", field=f"{field}.nodePools")
+    for i, rp in enumerate(raw_pools or []):
+        f = f"{field}.nodePools[{i}]"
+        p = _obj(rp, f, _POOL_ARGS)
+        pool_anomaly = _anomaly(p.get("anomalyCondition"), f"{f}.anomalyCondition")
+        if pool_anomaly is None:
+            pool_anomaly = dict(anomaly)
+        else:
+            if pool_anomaly["consecutiveAbnormalities"] == 0:
+                pool_anomaly["consecutiveAbnormalities"] = anomaly["consecutiveAbnormalities"]
+            if pool_anomaly["consecutiveNormalities"] == 0:
+                pool_anomaly["consecutiveNormalities"] = anomaly["consecutiveNormalities"]
+        pw = _weights(p.get("resourceWeights"), f"{f}.resourceWeights")
+        pools.append({
+            "name": str(p.get("name") or ""),
+            "nodeSelector": _selector(p.get("nodeSelector"), f"{f}.nodeSelector"),
+            "useDeviationThresholds": _bool(p.get("useDeviationThresholds"), f"{f}.useDeviationThresholds", False),
+            "lowThresholds": _or(_thresholds(p.get("lowThresholds"), f"{f}.lowThresholds"), top_low),
+            "highThresholds": _or(_thresholds(p.get("highThresholds"), f"{f}.highThresholds"), top_high),
+            "prodLowThresholds": _or(_thresholds(p.get("prodLowThresholds"), f"{f}.prodLowThresholds"), top_prod_low),
+            "prodHighThresholds": _or(_thresholds(p.get("prodHighThresholds"), f"{f}.prodHighThresholds"),
+                                      top_prod_high),
+            "resourceWeights": pw if pw is not None else dict(weights),
+            "anomalyCondition": pool_anomaly,
+        })
+    # Convert_v1alpha2_LowNodeLoadArgs_To_config_LowNodeLoadArgs: the top level is the first pool.
+    pools.insert(0, {
+        "name": DEFAULT_NODE_POOL,
+        "nodeSelector": _selector(a.get("nodeSelector"), f"{field}.nodeSelector"),
+        "useDeviationThresholds": _bool(a.get("useDeviationThresholds"), f"{field}.useDeviationThresholds", False),
+        "lowThresholds": top_low, "highThresholds": top_high,
+        "prodLowThresholds": top_prod_low, "prodHighThresholds": top_prod_high,
+        "resourceWeights": dict(weights), "anomalyCondition": dict(anomaly),
+    })
+    ns = _obj(a.get("evictableNamespaces"), f"{field}.evictableNamespaces", ("include", "exclude"))
+    selectors = []
+    raw_selectors = a.get("podSelectors") or []
+    if not isinstance(raw_selectors, list):
+        raise InputError("expected a list of {name, selector}", field=f"{field}.podSelectors")
+    for i, s in enumerate(raw_selectors):
+        sd = _obj(s, f"{field}.podSelectors[{i}]", ("name", "selector"))
+        selectors.append({"name": str(sd.get("name") or ""),
+                          "selector": _selector(sd.get("selector"), f"{field}.podSelectors[{i}].selector")})
+    out = {
+        NORMALIZED_MARK: True,
+        "paused": _bool(a.get("paused"), f"{field}.paused", False),
+        "dryRun": _bool(a.get("dryRun"), f"{field}.dryRun", False),
+        "numberOfNodes": _int(a.get("numberOfNodes"), f"{field}.numberOfNodes", 0),
+        "nodeMetricExpirationSeconds": _int(a.get("nodeMetricExpirationSeconds"),
+                                            f"{field}.nodeMetricExpirationSeconds",
+                                            DEFAULT_NODE_METRIC_EXPIRATION_SECONDS),
+        "evictableNamespaces": {"include": [str(x) for x in ns.get("include") or []],
+                                "exclude": [str(x) for x in ns.get("exclude") or []]},
+        "podSelectors": selectors,
+        "nodeFit": _bool(a.get("nodeFit"), f"{field}.nodeFit", True),
+        "detectorCacheTimeout": _duration(a.get("detectorCacheTimeout"), f"{field}.detectorCacheTimeout")
+        or DEFAULT_DETECTOR_CACHE_TIMEOUT,
+        "nodePools": pools,
+    }
+    _validate(out, field)
+    return out
+
+
+def _or(a: dict[str, float] | None, b: dict[str, float] | None) -> dict[str, float] | None:
+    return dict(a) if a is not None else (dict(b) if b is not None else None)
+
+
+def _validate(args: dict[str, Any], field: str) -> None:
+    """ValidateLowLoadUtilizationArgs."""
+    if args["numberOfNodes"] < 0:
+        raise InputError("must be greater than or equal to 0", field=f"{field}.numberOfNodes")
+    if args["nodeMetricExpirationSeconds"] <= 0:
+        raise InputError("nodeMetricExpiredSeconds should be a positive value", field=f"{field}.nodeMetricExpirationSeconds")
+    ns = args["evictableNamespaces"]
+    if ns["include"] and ns["exclude"]:
+        raise InputError("only one of Include/Exclude namespaces can be set", field=f"{field}.evictableNamespaces")
+    for i, pool in enumerate(args["nodePools"]):
+        f = f"{field}.nodePools[{i}]" if i else field
+        high = pool["highThresholds"] or {}
+        prod_high = pool["prodHighThresholds"] or {}
+        for key in ("highThresholds", "lowThresholds", "prodHighThresholds", "prodLowThresholds"):
+            for r, pct in (pool[key] or {}).items():
+                if pct < 0:
+                    raise InputError("percentage must be greater than or equal to 0", field=f"{f}.{key}.{r}")
+        for r, pct in (pool["lowThresholds"] or {}).items():
+            if r in high and pct > high[r]:
+                raise InputError("low percentage must be less than or equal to highThresholds",
+                                 field=f"{f}.lowThresholds.{r}")
+        for r, pct in prod_high.items():
+            if r in high and pct > high[r]:
+                raise InputError("node percentage must be greater than or equal to prodHighThresholds",
+                                 field=f"{f}.prodHighThresholds.{r}")
+        for r, pct in (pool["prodLowThresholds"] or {}).items():
+            if r in prod_high and pct > prod_high[r]:
+                raise InputError("low percentage must be less than or equal to prodHighThresholds",
+                                 field=f"{f}.prodLowThresholds.{r}")
+        cond = pool["anomalyCondition"]
+        for k in ("consecutiveAbnormalities", "consecutiveNormalities"):
+            if cond is not None and cond[k] <= 0:
+                raise InputError(f"{k} must be greater than 0", field=f"{f}.anomalyCondition.{k}")
+
+
+# ---------------------------------------------------------------- anomaly detection
+
+
+@dataclass(slots=True)
+class Detector:
+    """koordinator's BasicDetector: OK ↔ Anomaly on consecutive abnormal/normal marks, with a timeout."""
+
+    timeout: float
+    anomaly_after: int  # anomaly when consecutive abnormalities exceed this
+    normal_after: int
+    anomaly: bool = False
+    abnormalities: int = 0
+    normalities: int = 0
+    expiration: float | None = None
+
+    def _clear(self, now: float) -> None:
+        self.abnormalities = self.normalities = 0
+        self.expiration = now + self.timeout if self.anomaly else None
+
+    def _set(self, anomaly: bool, now: float) -> None:
+        if self.anomaly != anomaly:
+            self.anomaly = anomaly
+            self._clear(now)
+
+    def state(self, now: float) -> bool:
+        if not self.anomaly:
+            if self.expiration is not None and self.expiration < now:
+                self._clear(now)
+        elif (self.expiration is not None and self.expiration < now) or self.normalities > self.normal_after:
+            self._set(False, now)
+        return self.anomaly
+
+    def mark(self, normal: bool, now: float) -> bool:
+        state = self.state(now)
+        if normal:
+            self.normalities += 1
+            self.abnormalities = 0
+            if state and self.normalities > self.normal_after:
+                self._set(False, now)
+        else:
+            self.abnormalities += 1
+            self.normalities = 0
+            if not state and self.abnormalities > self.anomaly_after:
+                self._set(True, now)
+            elif state:
+                self._set(True, now)
+        return self.state(now)
+
+    def reset(self, now: float) -> None:
+        self._set(False, now)
+
+
+class DetectorCache:
+    """go-cache of detectors by node name: an entry lives `ttl` seconds after it was last set."""
+
+    def __init__(self, ttl: float) -> None:
+        self.ttl = ttl
+        self.items: dict[str, tuple[Detector, float]] = {}
+
+    def get(self, name: str, now: float) -> Detector | None:
+        item = self.items.get(name)
+        if item is None or (self.ttl > 0 and now > item[1]):
+            return None
+        return item[0]
+
+    def set(self, name: str, detector: Detector, now: float) -> None:
+        self.items[name] = (detector, now + self.ttl)
+
+
+# ---------------------------------------------------------------- usage and thresholds
+
+
+def _units_value(resource: str, q: Fraction) -> int:
+    """getResourceValue on a quantity in units (cpu already millicores): rounded up."""
+    return value_of(q)
+
+
+@dataclass
+class NodeUsage:
+    node: Node
+    all_pods: list[Pod]
+    prod_pods: list[Pod]
+    usage: Usage
+    prod_usage: Usage
+    pod_metrics: dict[str, Usage]
+    allocatable: dict[str, Fraction]
+
+
+@dataclass
+class NodeThresholds:
+    low: Usage = field(default_factory=dict)
+    high: Usage = field(default_factory=dict)
+    prod_low: Usage = field(default_factory=dict)
+    prod_high: Usage = field(default_factory=dict)
+
+
+@dataclass
+class NodeInfo:
+    usage: NodeUsage
+    thresholds: NodeThresholds
+
+    @property
+    def name(self) -> str:
+        return self.usage.node.name
+
+
+def raw_allocatable_units(node: Node) -> dict[str, Fraction]:
+    """GetNodeRawAllocatableFromNode in units (cpu millicores)."""
+    alloc = dict(node.allocatable)
+    raw = koord.raw_allocatable(node)
+    if raw is not None:
+        alloc = dict(raw)
+    return {k: Fraction(milli_value_of(v)) if k == "cpu" else Fraction(value_of(v)) for k, v in alloc.items()}
+
+
+def resource_threshold(alloc: dict[str, Fraction], resource: str, pct: float) -> Fraction:
+    """int64(float64(pct) * 0.01 * float64(capacity)) in units."""
+    cap = alloc.get(resource, Fraction(0))
+    return Fraction(int(float(pct) * 0.01 * float(int(cap))))
+
+
+def new_thresholds(use_deviation: bool, low: dict[str, float] | None, high: dict[str, float] | None,
+                   prod_low: dict[str, float] | None, prod_high: dict[str, float] | None
+                   ) -> tuple[dict[str, float], dict[str, float], dict[str, float], dict[str, float]]:
+    """newThresholds: every resource named anywhere (and memory) gets low/high (100%, or 0 with deviation)."""
+    lo, hi, plo, phi = dict(low or {}), dict(high or {}), dict(prod_low or {}), dict(prod_high or {})
+    names = [*lo, *hi, *plo, *phi, "memory"]
+    fill = MIN_PERCENTAGE if use_deviation else MAX_PERCENTAGE
+    for r in names:
+        if r not in lo:
+            lo[r] = fill
+            hi[r] = fill
+        if r not in plo:
+            plo[r] = fill
+            phi[r] = fill
+    return lo, hi, plo, phi
+
+
+def is_overutilized(usage: Usage, thresholds: Usage) -> dict[str, Fraction]:
+    """isNodeOverutilized: the resources whose usage is above their threshold."""
+    return {r: usage[r] for r, t in thresholds.items() if r in usage and usage[r] > t}
+
+
+def is_underutilized(usage: Usage, thresholds: Usage) -> bool:
+    return all(not (r in usage and usage[r] > t) for r, t in thresholds.items())
+
+
+def usage_score(usage: Usage, alloc: dict[str, Fraction], weights: dict[str, int]) -> int:
+    """ResourceUsageScorer: weighted mean of used·1000/allocatable (integer arithmetic)."""
+    score = weight_sum = 0
+    for r, q in usage.items():
+        w = weights.get(r, 0)
+        used, cap = _units_value(r, q), _units_value(r, alloc.get(r, Fraction(0)))
+        s = 0 if cap == 0 else go_div(min(used, cap) * 1000, cap)
+        score += s * w
+        weight_sum += w
+    return 0 if weight_sum == 0 else go_div(score, weight_sum)
+
+
+def pod_usage_score(usage: Usage, exceeded: Usage, weights: dict[str, int]) -> float:
+    """ResourceUsageScorerPod over the resources above threshold."""
+    score = 0.0
+    weight_sum = 0
+    for r in sorted(usage):
+        w = weights.get(r, 0)
+        req, cap = _units_value(r, usage[r]), _units_value(r, exceeded.get(r, Fraction(0)))
+        if cap == 0:
+            s = 0.0
+        else:
+            ratio = float(req) / float(cap)
+            s = 1 / ratio + 1 if ratio >= 1 else ratio
+        score += s * float(w)
+        weight_sum += w
+    return 0.0 if weight_sum == 0 else score / float(weight_sum)
+
+
+_KOORD_PRIORITY_ORDER = {koord.PRIORITY_NONE: 5, koord.PRIORITY_PROD: 4, koord.PRIORITY_MID: 3,
+                         koord.PRIORITY_BATCH: 2, koord.PRIORITY_FREE: 1}
+_KOORD_QOS_ORDER = {koord.QOS_NONE: 5, koord.QOS_SYSTEM: 4, koord.QOS_LSE: 4, koord.QOS_LSR: 3, koord.QOS_LS: 2,
+                    koord.QOS_BE: 1}
+_K8S_QOS_ORDER = {GUARANTEED: 3, BURSTABLE: 2, BEST_EFFORT: 1}
+
+
+def _int32_annotation(pod: Pod, key: str) -> int:
+    v = pod.meta.annotations.get(key)
+    if v is None:
+        return 0
+    try:
+        n = int(v, 10)
+    except ValueError:
+        return 0
+    return n if -(2**31) <= n < 2**31 else 0
+
+
+def _cmp(a: Any, b: Any) -> int:
+    return 0 if a == b else (1 if a > b else -1)
+
+
+def pod_sort_less(pod_metrics: dict[str, Usage], exceeded: Usage, weights: dict[str, int]) -> Callable[[Pod, Pod], bool]:
+    """koordinator's PodSorter(Reverse(PodUsage(...))) as a Less function (ascending = evicted first)."""
+
+    def usage_cmp(p1: Pod, p2: Pod) -> int:
+        m1, m2 = pod_metrics.get(p1.key), pod_metrics.get(p2.key)
+        if m1 is None or m2 is None:
+            a, b = m1 is None, m2 is None  # cmpBool(!found1, !found2)
+            return 0 if a == b else (-1 if not b else 1)
+        return _cmp(pod_usage_score(m1, exceeded, weights), pod_usage_score(m2, exceeded, weights))
+
+    def created(p: Pod) -> float:
+        t = p.meta.creation_timestamp
+        return t.timestamp() if t is not None else float("-inf")
+
+    comparators: list[Callable[[Pod, Pod], int]] = [
+        lambda a, b: _cmp(_KOORD_PRIORITY_ORDER.get(koord.priority_class(a), 5),
+                          _KOORD_PRIORITY_ORDER.get(koord.priority_class(b), 5)),
+        lambda a, b: _cmp(a.effective_priority, b.effective_priority),
+        lambda a, b: _cmp(_K8S_QOS_ORDER.get(qos_class(a), 0), _K8S_QOS_ORDER.get(qos_class(b), 0)),
+        lambda a, b: _cmp(_KOORD_QOS_ORDER.get(koord.koord_qos_class(a), 5),
+                          _KOORD_QOS_ORDER.get(koord.koord_qos_class(b), 5)),
+        lambda a, b: _cmp(_int32_annotation(a, ANNOTATION_DELETION_COST), _int32_annotation(b, ANNOTATION_DELETION_COST)),
+        lambda a, b: _cmp(_int32_annotation(a, ANNOTATION_EVICTION_COST), _int32_annotation(b, ANNOTATION_EVICTION_COST)),
+        lambda a, b: -usage_cmp(a, b),
+        lambda a, b: -_cmp(created(a), created(b)),  # newer first
+    ]
+
+    def less(p1: Pod, p2: Pod) -> bool:
+        for c in comparators[:-1]:
+            r = c(p1, p2)
+            if r < 0:
+                return True
+            if r > 0:
+                return False
+        return comparators[-1](p1, p2) < 0
+
+    return less
+
+
+# ---------------------------------------------------------------- the plugin
+
+
+class LowNodeLoad(BalancePlugin):
+    name = NAME
+
+    @classmethod
+    def validate_args(cls, args: dict[str, Any], field: str) -> dict[str, Any]:
+        """The policy loader's hook: koordinator's defaulting, conversion and validation."""
+        return normalize_args(args, field)
+
+    def __init__(self, args: dict[str, Any] | None, handle: Handle) -> None:
+        super().__init__(args, handle)
+        self.a = normalize_args(self.args)
+        self.pools = self.a["nodePools"]
+        ns = self.a["evictableNamespaces"]
+        self.include_ns = set(ns["include"])
+        self.exclude_ns = set(ns["exclude"])
+        self.pod_selectors: list[LabelSelector] = [parse_label_selector(s["selector"], "podSelectors")
+                                                   for s in self.a["podSelectors"] if s["selector"] is not None]
+        ttl = float(self.a["detectorCacheTimeout"])
+        self.node_detectors = DetectorCache(ttl)
+        self.prod_detectors = DetectorCache(ttl)
+        self._now = 0.0
+
+    # ------------------------------------------------------------ inputs
+
+    def pod_filter(self, pod: Pod) -> bool:
+        """The evictor's Filter, the pod selectors, then the namespaces."""
+        if self.include_ns and pod.namespace not in self.include_ns:
+            return False
+        if self.exclude_ns and pod.namespace in self.exclude_ns:
+            return False
+        if self.pod_selectors and not any(s.matches(pod.labels) for s in self.pod_selectors):
+            return False
+        return self.handle.evictor.filter(pod)
+
+    def metrics(self) -> Metrics | None:
+        """--metrics (another format), else the usage objects of the snapshot and of --metrics."""
+        given = self.handle.extra.get("metrics")
+        if isinstance(given, Metrics):
+            m = given
+        else:
+            from kubesched.metrics.base import merge
+            from kubesched.metrics.kubernetes_metrics import metrics_from_objects, snapshot_metrics
+
+            parts = []
+            snap = snapshot_metrics(self.handle.extra.get("snapshot"))
+            if snap is not None:
+                parts.append(snap)
+            objects = self.handle.extra.get("metric_objects")
+            if objects:
+                parts.append(metrics_from_objects(objects, source="--metrics"))
+            if not parts:
+                return None
+            m = merge(parts) if len(parts) > 1 else parts[0]
+        from kubesched.metrics.kubernetes_metrics import attach_nodes
+
+        return attach_nodes(m, {p.key: p.node_name for p in self.handle.cluster.pods.values() if p.node_name})
+
+    def node_usages(self, nodes: list[Node], resources: list[str], metrics: Metrics | None) -> dict[str, NodeUsage]:
+        """getNodeUsage: nodes with fresh metrics, in the given order."""
+        out: dict[str, NodeUsage] = {}
+        if metrics is None:
+            return out
+        ref = reference_time(self.handle.now, metrics)
+        expiration = self.a["nodeMetricExpirationSeconds"]
+        for node in nodes:
+            pods = self.handle.pods_on_node(node.name)
+            prod_pods = [p for p in pods if koord.priority_class(p) == koord.PRIORITY_PROD]
+            prod_keys = {p.key for p in prod_pods}
+            nm = metrics.node(node.name)
+            if nm is None:
+                continue
+            ts = metrics.node_timestamp(node.name)
+            if ts is None or (expiration > 0 and ref - ts >= expiration):
+                continue
+            alloc = raw_allocatable_units(node)
+            reported = metrics.pods_on(node.name)
+            pod_metrics = {p.key: self._exact(p) for p in reported}
+            usage: Usage = {}
+            prod_usage: Usage = {}
+            system = self._system_usage(nm, pod_metrics, node)
+            for r in resources:
+                pod_sum = sum((u.get(r, Fraction(0)) for u in pod_metrics.values()), Fraction(0))
+                prod_sum = sum((u.get(r, Fraction(0)) for k, u in pod_metrics.items() if k in prod_keys), Fraction(0))
+                usage[r] = system.get(r, Fraction(0)) + pod_sum
+                prod_usage[r] = prod_sum
+            usage["pods"] = Fraction(len(pods))
+            prod_usage["pods"] = Fraction(len(prod_pods))
+            out[node.name] = NodeUsage(node, pods, prod_pods, usage, prod_usage, pod_metrics, alloc)
+        return out
+
+    @staticmethod
+    def _exact(p: PodUsage) -> Usage:
+        if p.exact:
+            return dict(p.exact)
+        return {k: Fraction(v) for k, v in p.usage.items()}
+
+    @staticmethod
+    def _system_usage(nm: Any, pod_metrics: dict[str, Usage], node: Node) -> Usage:
+        """koordlet's SystemUsage, or what the node uses beyond its pods (metrics.k8s.io, or load-watcher
+        percentages of the node's capacity)."""
+        if nm.system_exact is not None:
+            return dict(nm.system_exact)
+        if nm.system_usage is not None:
+            return {k: Fraction(v) for k, v in nm.system_usage.items()}
+        total: Usage = dict(nm.exact) if nm.exact else {k: Fraction(v) for k, v in nm.usage.items()}
+        if not total and nm.metrics:
+            for r in ("cpu", "memory"):
+                cap = node.capacity.get(r, Fraction(0))
+                absolute = absolute_usage(nm, r, milli_value_of(cap) if r == "cpu" else value_of(cap))
+                if absolute is not None:
+                    total[r] = Fraction(absolute)
+        out: Usage = {}
+        for r, used in total.items():
+            pods = sum((u.get(r, Fraction(0)) for u in pod_metrics.values()), Fraction(0))
+            out[r] = max(Fraction(0), used - pods)
+        return out
+
+    def node_thresholds(self, usages: dict[str, NodeUsage], low: dict[str, float], high: dict[str, float],
+                        prod_low: dict[str, float], prod_high: dict[str, float], resources: list[str],
+                        use_deviation: bool) -> dict[str, NodeThresholds]:
+        """getNodeThresholds."""
+        avg: dict[str, float] = {}
+        prod_avg: dict[str, float] = {}
+        if use_deviation:
+            avg, prod_avg = self._average_percent(usages)
+        out = {}
+        for name, nu in usages.items():
+            t = NodeThresholds()
+            alloc = nu.allocatable
+            for r in resources:
+                if use_deviation:
+                    cap = alloc.get(r, Fraction(0))
+                    if low[r] == MIN_PERCENTAGE:
+                        t.low[r] = t.high[r] = cap
+                    else:
+                        t.low[r] = resource_threshold(alloc, r, _normalize(avg.get(r, 0.0) - low[r]))
+                        t.high[r] = resource_threshold(alloc, r, _normalize(avg.get(r, 0.0) + high[r]))
+                    if prod_low[r] == MIN_PERCENTAGE:
+                        t.prod_low[r] = t.prod_high[r] = cap
+                    else:
+                        t.prod_low[r] = resource_threshold(alloc, r, _normalize(prod_avg.get(r, 0.0) - prod_low[r]))
+                        t.prod_high[r] = resource_threshold(alloc, r, _normalize(prod_avg.get(r, 0.0) + prod_high[r]))
+                else:
+                    t.low[r] = resource_threshold(alloc, r, low[r])
+                    t.high[r] = resource_threshold(alloc, r, high[r])
+                    t.prod_low[r] = resource_threshold(alloc, r, prod_low[r])
+                    t.prod_high[r] = resource_threshold(alloc, r, prod_high[r])
+            out[name] = t
+        return out
+
+    @staticmethod
+    def _average_percent(usages: dict[str, NodeUsage]) -> tuple[dict[str, float], dict[str, float]]:
+        """calcAverageResourceUsagePercent over every node with usage."""
+        total: dict[str, float] = {}
+        prod_total: dict[str, float] = {}
+        for nu in usages.values():
+            for usage, acc in ((nu.usage, total), (nu.prod_usage, prod_total)):
+                for r, used in usage.items():
+                    cap = _units_value(r, nu.allocatable.get(r, Fraction(0)))
+                    if cap == 0:
+                        continue
+                    acc[r] = acc.get(r, 0.0) + float(_units_value(r, used)) / float(cap) * 100.0
+        n = len(usages)
+        return {r: v / n for r, v in total.items()}, {r: v / n for r, v in prod_total.items()}
+
+    # ------------------------------------------------------------ balance
+
+    def balance(self, nodes: list[Node]) -> Status:
+        if self.a["paused"]:
+            return Status()
+        self._now = self.handle.now.timestamp()
+        metrics = self.metrics()
+        processed: set[str] = set()
+        for pool in self.pools:
+            self.process_pool(pool, nodes, processed, metrics)
+        return Status()
+
+    def process_pool(self, pool: dict[str, Any], nodes: list[Node], processed: set[str],
+                     metrics: Metrics | None) -> None:
+        if pool["nodeSelector"] is not None:
+            sel = parse_label_selector(pool["nodeSelector"], "nodeSelector")
+            nodes = [n for n in nodes if n.name not in processed and sel.matches(n.labels)]
+        if not nodes:
+            return
+        use_dev = pool["useDeviationThresholds"]
+        low, high, prod_low, prod_high = new_thresholds(use_dev, pool["lowThresholds"], pool["highThresholds"],
+                                                        pool["prodLowThresholds"], pool["prodHighThresholds"])
+        resources = list(low)
+        usages = self.node_usages(nodes, resources, metrics)
+        thresholds = self.node_thresholds(usages, low, high, prod_low, prod_high, resources, use_dev)
+        low_nodes, sources, prod_low_nodes, prod_sources, both_low = self.classify(usages, thresholds)
+        if not sources and not prod_sources:
+            return
+        cond = pool["anomalyCondition"]
+        abnormal = self.real_abnormal(sources, self.node_detectors, cond)
+        abnormal_prod = self.real_abnormal(prod_sources, self.prod_detectors, cond)
+        if not abnormal and not abnormal_prod:
+            return
+        if not low_nodes and not prod_low_nodes and not both_low:
+            return
+        self._reset(low_nodes, self.node_detectors)
+        self._reset(prod_low_nodes, self.prod_detectors)
+        self._reset(both_low, self.node_detectors)
+        all_low = len(low_nodes) + len(prod_low_nodes) + len(both_low)
+        if all_low <= self.a["numberOfNodes"] or all_low == len(nodes):
+            return
+        weights = pool["resourceWeights"] or {}
+
+        def by_usage(prod: bool) -> Callable[[NodeInfo, NodeInfo], bool]:
+            def score(n: NodeInfo) -> int:
+                return usage_score(n.usage.prod_usage if prod else n.usage.usage, n.usage.allocatable, weights)
+            return lambda i, j: score(i) > score(j)
+
+        go_sort_slice(abnormal, by_usage(False))
+        go_sort_slice(abnormal_prod, by_usage(True))
+        reason = self._reason_fn(high, prod_high)
+        self.evict_from_sources(abnormal, low_nodes, abnormal_prod, prod_low_nodes, both_low, usages, thresholds,
+                                weights, resources, reason)
+        self._mark_normal(abnormal, self.node_detectors)
+        self._mark_normal(abnormal_prod, self.prod_detectors)
+        processed.update(n.name for n in sources)
+
+    def classify(self, usages: dict[str, NodeUsage], thresholds: dict[str, NodeThresholds]
+                 ) -> tuple[list[NodeInfo], list[NodeInfo], list[NodeInfo], list[NodeInfo], list[NodeInfo]]:
+        low, high, prod_low, prod_high, both = [], [], [], [], []
+        for name, nu in usages.items():
+            t = thresholds[name]
+            info = NodeInfo(nu, t)
+            schedulable = not nodeutil.is_node_unschedulable(nu.node)
+            is_low = schedulable and is_underutilized(nu.usage, t.low)
+            over_prod = bool(is_overutilized(nu.prod_usage, t.prod_high))
+            prod_is_low = schedulable and is_underutilized(nu.prod_usage, t.prod_low)
+            if is_low:
+                if over_prod:
+                    prod_high.append(info)
+                elif prod_is_low:
+                    both.append(info)
+                else:
+                    low.append(info)
+            elif is_overutilized(nu.usage, t.high):
+                high.append(info)
+            elif over_prod:
+                prod_high.append(info)
+            elif prod_is_low:
+                prod_low.append(info)
+        return low, high, prod_low, prod_high, both
+
+    def real_abnormal(self, sources: list[NodeInfo], cache: DetectorCache, cond: dict[str, Any] | None) -> list[NodeInfo]:
+        """filterRealAbnormalNodes."""
+        if cond is None or cond["consecutiveAbnormalities"] == 1:
+            return list(sources)
+        out = []
+        for info in sources:
+            d = cache.get(info.name, self._now)
+            if d is None:
+                timeout = cond.get("timeout") or 0.0
+                d = Detector(timeout if timeout > 0 else DEFAULT_DETECTOR_TIMEOUT, cond["consecutiveAbnormalities"],
+                             cond["consecutiveNormalities"])
+            if d.mark(False, self._now):
+                out.append(info)
+            cache.set(info.name, d, self._now)
+        return out
+
+    def _reset(self, nodes: Iterable[NodeInfo], cache: DetectorCache) -> None:
+        for n in nodes:
+            d = cache.get(n.name, self._now)
+            if d is not None:
+                d.reset(self._now)
+
+    def _mark_normal(self, nodes: Iterable[NodeInfo], cache: DetectorCache) -> None:
+        for n in nodes:
+            d = cache.get(n.name, self._now)
+            if d is not None:
+                d.mark(True, self._now)
+
+    @staticmethod
+    def _reason_fn(high: dict[str, float], prod_high: dict[str, float]) -> Callable[[NodeInfo, bool], str]:
+        names = sorted(high)
+
+        def reason(info: NodeInfo, prod: bool) -> str:
+            usage = info.usage.prod_usage if prod else info.usage.usage
+            thresholds = info.thresholds.prod_high if prod else info.thresholds.high
+            pcts = prod_high if prod else high
+            over = is_overutilized(usage, thresholds)
+            parts = []
+            for r in names:
+                if r in over:
+                    cap = _milli(r, info.usage.allocatable.get(r, Fraction(0)))
+                    pct = 100 * float(_milli(r, usage[r])) / float(cap) if cap else 0.0
+                    parts.append(f"{'prod' if prod else 'node'} {r} usage({pct:.2f}%)>threshold({pcts[r]:.2f}%)")
+            return "node is overutilized, " + ", ".join(parts)
+
+        return reason
+
+    # ------------------------------------------------------------ eviction
+
+    @staticmethod
+    def _available(destinations: list[NodeInfo], resources: list[str], prod: bool) -> tuple[Usage, list[Node]]:
+        """targetAvailableUsage: Σ (high threshold - usage) over the destinations."""
+        total = {r: Fraction(0) for r in resources}
+        nodes = []
+        for d in destinations:
+            nodes.append(d.usage.node)
+            for r in resources:
+                if prod:
+                    total[r] += d.thresholds.prod_high[r] - d.usage.prod_usage[r]
+                else:
+                    total[r] += d.thresholds.high[r] - d.usage.usage[r]
+        return total, nodes
+
+    def evict_from_sources(self, sources: list[NodeInfo], destinations: list[NodeInfo], prod_sources: list[NodeInfo],
+                           prod_destinations: list[NodeInfo], both: list[NodeInfo], usages: dict[str, NodeUsage],
+                           thresholds: dict[str, NodeThresholds], weights: dict[str, int], resources: list[str],
+                           reason: Callable[[NodeInfo, bool], str]) -> None:
+        """evictPodsFromSourceNodes: the node pass, then the prod pass on what is left."""
+        total, targets = self._available(destinations, resources, False)
+        prod_avail, prod_targets = self._available(prod_destinations, resources, True)
+        both_total, both_nodes = self._available(both, resources, False)
+        prod_both, prod_both_nodes = self._available(both, resources, True)
+        node_total = {r: total[r] + both_total[r] for r in resources}
+        self.balance_pods(sources, targets + both_nodes, usages, thresholds, node_total, False, weights, resources,
+                          reason)
+        # Both-low destinations serve both passes: the prod pass gets what the node pass left of them.
+        for r in resources:
+            if both_total[r] > node_total[r]:
+                both_total[r] = node_total[r]
+        prod_total = {r: prod_avail[r] + (both_total[r] if prod_both[r] > both_total[r] else prod_both[r])
+                      for r in resources}
+        self.balance_pods(prod_sources, prod_targets + prod_both_nodes, usages, thresholds, prod_total, True, weights,
+                          resources, reason)
+
+    def balance_pods(self, sources: list[NodeInfo], targets: list[Node], usages: dict[str, NodeUsage],
+                     thresholds: dict[str, NodeThresholds], available: Usage, prod: bool, weights: dict[str, int],
+                     resources: list[str], reason: Callable[[NodeInfo, bool], str]) -> None:
+        if not targets:
+            return
+        for src in sources:
+            pods = src.usage.prod_pods if prod else src.usage.all_pods
+            removable = []
+            for pod in pods:
+                if not self.pod_filter(pod):
+                    continue
+                if self.a["nodeFit"]:
+                    metric = src.usage.pod_metrics.get(pod.key)
+                    if metric is None or not self.fits_any_with_threshold(pod, targets, usages, thresholds, prod,
+                                                                          metric):
+                        continue
+                removable.append(pod)
+            if not removable:
+                continue
+            self.sort_pods(src, removable, weights, prod)
+            self.evict_pods(removable, src, available, prod, resources, reason)
+
+    def fits_any_with_threshold(self, pod: Pod, targets: list[Node], usages: dict[str, NodeUsage],
+                                thresholds: dict[str, NodeThresholds], prod: bool, metric: Usage) -> bool:
+        """podFitsAnyNodeWithThreshold: fits a destination and keeps it under its high threshold (booked)."""
+        for node in targets:
+            if not self._node_fit(pod, node):
+                continue
+            nu, t = usages.get(node.name), thresholds.get(node.name)
+            if nu is not None and t is not None:
+                usage = nu.prod_usage if prod else nu.usage
+                limits = t.prod_high if prod else t.high
+                added = []
+                exceeded = False
+                for r, limit in limits.items():
+                    if r in usage:
+                        usage[r] += metric.get(r, Fraction(0))
+                        added.append(r)
+                        if usage[r] > limit:
+                            exceeded = True
+                            break
+                if exceeded:
+                    for r in added:
+                        usage[r] -= metric.get(r, Fraction(0))
+                    continue
+            return True
+        return False
+
+    def _node_fit(self, pod: Pod, node: Node) -> bool:
+        """koordinator's NodeFit: node selector and required affinity, NoSchedule/NoExecute taints, requests,
+        schedulable."""
+        cluster = self.handle.cluster
+        if not nodeutil.pod_match_node_selector(pod, node):
+            return False
+        if not nodeutil.pod_tolerates_node_taints(pod, node):
+            return False
+        if not nodeutil.fits_request(cluster, pod, node)[0]:
+            return False
+        return not nodeutil.is_node_unschedulable(node)
+
+    def sort_pods(self, src: NodeInfo, pods: list[Pod], weights: dict[str, int], prod: bool) -> None:
+        """sortPodsOnOneOverloadedNode."""
+        usage = src.usage.prod_usage if prod else src.usage.usage
+        limits = src.thresholds.prod_high if prod else src.thresholds.high
+        over = is_overutilized(usage, limits)
+        exceeded = {r: used - limits[r] for r, used in over.items()}
+        w = {r: weights.get(r, 0) for r in over}
+        go_sort_slice(pods, pod_sort_less(src.usage.pod_metrics, exceeded, w))
+
+    def _continue(self, info: NodeInfo, available: Usage, prod: bool, resources: list[str]) -> bool:
+        usage = info.usage.prod_usage if prod else info.usage.usage
+        limits = info.thresholds.prod_high if prod else info.thresholds.high
+        if not is_overutilized(usage, limits):
+            self._reset([info], self.prod_detectors if prod else self.node_detectors)
+            return False
+        return all(not (r in available and available[r] <= 0) for r in resources)
+
+    def evict_pods(self, pods: list[Pod], info: NodeInfo, available: Usage, prod: bool, resources: list[str],
+                   reason: Callable[[NodeInfo, bool], str]) -> None:
+        for pod in pods:
+            if not self._continue(info, available, prod, resources):
+                return
+            if not self.pod_filter(pod):
+                continue
+            if not self.a["dryRun"]:
+                try:
+                    ok = self.handle.evictor.evict(pod, EvictOptions(reason=reason(info, prod), plugin=NAME))
+                except EvictionLimitError:
+                    ok = False
+                if not ok:
+                    continue
+            metric = info.usage.pod_metrics.get(pod.key)
+            if metric is None:
+                continue
+            for r in list(available):
+                q = Fraction(1) if r == "pods" else metric.get(r, Fraction(0))
+                available[r] -= q
+                if r in info.usage.usage:
+                    info.usage.usage[r] -= q
+                if prod and r in info.usage.prod_usage:
+                    info.usage.prod_usage[r] -= q
+
+
+def _milli(resource: str, q: Fraction) -> int:
+    """Quantity.MilliValue of a value in units (cpu already in millicores)."""
+    return milli_value_of(q / 1000 if resource == "cpu" else q)
+
+
+def _normalize(pct: float) -> float:
+    return MAX_PERCENTAGE if pct > MAX_PERCENTAGE else (MIN_PERCENTAGE if pct < MIN_PERCENTAGE else pct)
+

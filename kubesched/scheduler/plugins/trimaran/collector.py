@@ -1,0 +1,219 @@
+"""Trimaran's Collector: where a plugin's node metrics come from, refreshed, and judged for staleness.
+
+Sources, first that applies (upstream has only the plugin's own TrimaranSpec; `--metrics` is kubesched's
+way to replay a capture):
+
+1. `--metrics` (the Handle's `extra["metrics"]`): one reading, used as is.
+2. `watcherAddress`: a load-watcher service, `GET <address>/watcher`.
+3. `metricProvider.type: Prometheus`: load-watcher's Prometheus queries against `metricProvider.address`.
+4. `metricProvider.type: KubernetesMetricsServer` (the default): the cluster's metrics-server at
+   `metricProvider.address` when one is given, else the NodeMetrics objects in the snapshot.
+
+Live sources are read again every 30 seconds of the scheduler's clock (metricsUpdateIntervalSeconds).
+A failed read keeps the previous reading, as upstream does; a first read that fails leaves the plugin
+without metrics, so every node scores the minimum (upstream logs "Metrics not available from watcher").
+
+Staleness (kubesched's addition; upstream Trimaran never checks): `metricsMaxAgeSeconds` in the
+plugin's args. A node whose data is older than that — or whose age is unknown — is treated as a node
+without metrics. 0 or absent means no limit, as upstream.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from kubesched.api.objects import Node
+from kubesched.cluster.state import ClusterState
+from kubesched.errors import InputError
+from kubesched.metrics.base import (
+    CPU_TYPE,
+    MEMORY_TYPE,
+    Metric,
+    Metrics,
+    MetricsSource,
+    clock_datetime,
+    is_stale,
+    reference_time,
+    resource_data,
+    watcher_metrics,
+)
+from kubesched.scheduler.framework import Handle
+from kubesched.scheduler.plugins.args import check_known, get_bool, get_dict, get_int, get_str
+from kubesched.scheduler.plugins.trimaran.resourcestats import capacity_units
+
+METRICS_UPDATE_INTERVAL_SECONDS = 30.0
+PROVIDER_TYPES = ("KubernetesMetricsServer", "Prometheus", "SignalFx")
+TRIMARAN_SPEC_FIELDS = {"watcherAddress", "metricProvider", "metricsMaxAgeSeconds"}
+
+
+@dataclass(slots=True)
+class TrimaranSpec:
+    watcher_address: str
+    provider_type: str
+    provider_address: str
+    token: str
+    insecure_skip_verify: bool
+    max_age: float | None
+
+
+def parse_trimaran_spec(args: dict[str, Any]) -> TrimaranSpec:
+    """The TrimaranSpec fields of a plugin's args, with v1 defaulting (metricProvider.type
+    KubernetesMetricsServer when no watcherAddress; insecureSkipVerify true for Prometheus)."""
+    watcher = get_str(args, "watcherAddress", None)
+    provider = get_dict(args, "metricProvider") or {}
+    check_known(provider, {"type", "address", "token", "insecureSkipVerify"})
+    ptype = get_str(provider, "type", "") or ""
+    if watcher is None and not ptype:
+        ptype = "KubernetesMetricsServer"
+    if not watcher and ptype not in PROVIDER_TYPES:
+        raise InputError(f"invalid MetricProvider.Type, got {ptype}", field="metricProvider.type")
+    if not watcher and ptype == "SignalFx":
+        raise InputError("the SignalFx metric provider is not available in kubesched; give a load-watcher "
+                         "(watcherAddress) or --metrics", field="metricProvider.type")
+    insecure = get_bool(provider, "insecureSkipVerify", ptype == "Prometheus")
+    max_age = get_int(args, "metricsMaxAgeSeconds", 0, lo=0)
+    return TrimaranSpec(watcher or "", ptype, get_str(provider, "address", "") or "",
+                        get_str(provider, "token", "") or "", insecure, float(max_age) if max_age else None)
+
+
+def _source(spec: TrimaranSpec) -> MetricsSource | None:
+    from kubesched.metrics.kubernetes_metrics import MetricsServerSource
+    from kubesched.metrics.prometheus import DEFAULT_ADDRESS, PrometheusSource
+    from kubesched.metrics.watcher import WatcherHTTPSource
+
+    if spec.watcher_address:
+        return WatcherHTTPSource(spec.watcher_address)
+    if spec.provider_type == "Prometheus":
+        return PrometheusSource(spec.provider_address or DEFAULT_ADDRESS, token=spec.token or None,
+                                insecure=spec.insecure_skip_verify)
+    if spec.provider_address:
+        return MetricsServerSource(spec.provider_address, token=spec.token or None,
+                                   insecure=spec.insecure_skip_verify, pods=False)
+    return None
+
+
+@dataclass(slots=True)
+class Columns:
+    """Per node-table row, what the Trimaran formulas read from the metrics (NaN-free)."""
+
+    has: np.ndarray  # node has metrics (and they are fresh)
+    tlp_cpu: np.ndarray  # TargetLoadPacking's CPU percentage (the last AVG or Latest)
+    tlp_found: np.ndarray
+    cpu_avg: np.ndarray
+    cpu_std: np.ndarray
+    cpu_valid: np.ndarray
+    mem_avg: np.ndarray
+    mem_std: np.ndarray
+    mem_valid: np.ndarray
+    cap_cpu: np.ndarray  # status.capacity cpu in millicores (TargetLoadPacking's capacity)
+
+
+def tlp_cpu_percent(metrics: list[Metric]) -> tuple[float, bool]:
+    """TargetLoadPacking reads the last CPU metric whose operator is AVG or Latest."""
+    value, found = 0.0, False
+    for m in metrics:
+        if m.type == CPU_TYPE and m.operator in ("AVG", "Latest"):
+            value, found = m.value, True
+    return value, found
+
+
+class Collector:
+    """One plugin's view of the metrics (upstream gives each Trimaran plugin its own Collector)."""
+
+    def __init__(self, spec: TrimaranSpec, handle: Handle, plugin: str) -> None:
+        self.spec = spec
+        self.handle = handle
+        self.plugin = plugin
+        given = handle.extra.get("metrics")
+        self.source: MetricsSource | None = None
+        self._metrics: Metrics | None = given if isinstance(given, Metrics) else None
+        self._fetched_at: float | None = None
+        self._fixed = self._metrics is not None
+        if not self._fixed:
+            self.source = _source(spec)
+            if self.source is None:
+                from kubesched.metrics.kubernetes_metrics import snapshot_metrics
+
+                self._metrics = snapshot_metrics(handle.extra.get("snapshot"))
+                self._fixed = True
+        self._columns_key: tuple[Any, ...] | None = None
+        self._columns: Columns | None = None
+        self._capacity: dict[str, tuple[Node, dict[str, int]]] = {}
+        self._version = 0
+
+    # ------------------------------------------------------------ time and refresh
+
+    def now(self) -> datetime:
+        """The scheduler's clock as a datetime (keeping the "nobody gave --now" mark)."""
+        return clock_datetime(self.handle.now(), self.handle.extra.get("now"))
+
+    def metrics(self) -> Metrics | None:
+        if self._fixed or self.source is None:
+            return self._metrics
+        t = self.handle.now()
+        if self._fetched_at is None or t - self._fetched_at >= METRICS_UPDATE_INTERVAL_SECONDS:
+            self._fetched_at = t
+            try:
+                self._metrics = self.source.fetch(self.now())
+                self._version += 1
+            except InputError as e:
+                # Upstream logs and keeps what it had; the run goes on.
+                print(f"warning: {self.plugin}: unable to update metrics from {self.source.describe()}: {e}",
+                      file=sys.stderr)
+        return self._metrics
+
+    # ------------------------------------------------------------ per node
+
+    def _fresh(self, metrics: Metrics, name: str) -> bool:
+        if self.spec.max_age is None:
+            return True
+        return not is_stale(metrics.age(name, self.now()), self.spec.max_age)
+
+    def capacity(self, node: Node) -> dict[str, int]:
+        cached = self._capacity.get(node.name)
+        if cached is not None and cached[0] is node:
+            return cached[1]
+        cap = capacity_units(node)
+        self._capacity[node.name] = (node, cap)
+        return cap
+
+    def node_metrics(self, node: Node) -> tuple[list[Metric] | None, Metrics | None]:
+        """GetNodeMetrics: the node's metrics (None when none, or stale) and the whole collection."""
+        metrics = self.metrics()
+        if metrics is None or metrics.nodes is None:
+            return None, None
+        usage = metrics.node(node.name)
+        if usage is None or not self._fresh(metrics, node.name):
+            return None, metrics
+        return watcher_metrics(usage, self.capacity(node)), metrics
+
+    def columns(self, cluster: ClusterState) -> Columns:
+        """The per-row numbers of the formulas, recomputed when the metrics, nodes or clock change."""
+        metrics = self.metrics()
+        ref = reference_time(self.now(), metrics) if self.spec.max_age is not None else None
+        key = (self._version, cluster.node_generation, cluster.num_nodes, ref)
+        if self._columns is not None and self._columns_key == key:
+            return self._columns
+        n = cluster.num_nodes
+        flags = [np.zeros(n, dtype=bool) for _ in range(4)]
+        values = [np.zeros(n, dtype=np.float64) for _ in range(5)]
+        cols = Columns(has=flags[0], tlp_cpu=values[0], tlp_found=flags[1], cpu_avg=values[1], cpu_std=values[2],
+                       cpu_valid=flags[2], mem_avg=values[3], mem_std=values[4], mem_valid=flags[3],
+                       cap_cpu=np.zeros(n, dtype=np.float64))
+        for info in cluster.node_infos:
+            cols.cap_cpu[info.index] = float(self.capacity(info.node).get("cpu", 0))
+            ms, _ = self.node_metrics(info.node)
+            if ms is None:
+                continue
+            r = info.index
+            cols.has[r] = True
+            cols.tlp_cpu[r], cols.tlp_found[r] = tlp_cpu_percent(ms)
+            cols.cpu_avg[r], cols.cpu_std[r], cols.cpu_valid[r] = resource_data(ms, CPU_TYPE)
+            cols.mem_avg[r], cols.mem_std[r], cols.mem_valid[r] = resource_data(ms, MEMORY_TYPE)
+        self._columns_key, self._columns = key, cols
+        return cols
