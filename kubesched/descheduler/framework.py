@@ -7,9 +7,10 @@ decide *what* to evict; evictor plugins (Filter, PreEvictionFilter) and the evic
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol
 
 from kubesched.api.objects import Node, Pod
 from kubesched.cluster.state import ClusterState
@@ -108,6 +109,14 @@ class EvictorPlugin(DeschedulerPlugin):
 
     def pre_eviction_filter(self, pod: Pod) -> bool:
         return True
+
+    def evicting(self, pod: Pod) -> bool:
+        """The last word right before the eviction (after the limits passed); False refuses it. True by default."""
+        return True
+
+    def evicted(self, pod: Pod) -> None:
+        """Called after the profile's evictor evicted (or, in dry-run, recorded) the pod; a no-op by default."""
+        return None
 
 
 class SortPlugin(DeschedulerPlugin):

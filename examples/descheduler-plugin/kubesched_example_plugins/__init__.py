@@ -1,0 +1,1 @@
+"""Example third-party descheduler plugins for kubesched."""

@@ -1,0 +1,211 @@
+"""`kubesched deschedule`: one descheduling cycle over a snapshot, evictions computed and not made.
+
+JSON (`-o json`): `{"evictions": [{"pod", "node", "profile", "plugin", "reason"}], ...}` plus the cycle's
+nodes, whether it was skipped, plugin errors and, per node, the requested utilisation before and after the
+evictions. The table lists the evictions and the per-node summary.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from fractions import Fraction
+from typing import Any
+
+from kubesched.api.objects import Node
+from kubesched.api.quantity import milli_value_of, value_of
+from kubesched.descheduler import podutil
+from kubesched.errors import InputError
+
+SUMMARY_RESOURCES = ("cpu", "memory", "pods")
+TABLE_NODE_LIMIT = 60
+
+
+def _percent(used: int, cap: int) -> float | None:
+    return None if cap <= 0 else round(used / cap * 100.0, 1)
+
+
+def _utilization(cluster: Any, nodes: list[Node], removed: dict[str, list[Any]]) -> dict[str, Any]:
+    """Per node: requested cpu/memory/pods over allocatable, before and after the cycle's evictions."""
+    table = cluster.table
+    out: dict[str, Any] = {}
+    for node in nodes:
+        info = cluster.node_info_by_name.get(node.name)
+        if info is None:
+            continue
+        row = info.index
+        before = {"cpu": int(table.requested[row, table.column["cpu"]]),
+                  "memory": int(table.requested[row, table.column["memory"]]),
+                  "pods": int(table.pod_count[row])}
+        after = dict(before)
+        for pod in removed.get(node.name, ()):
+            req = podutil.pod_request_quantities(pod)
+            after["cpu"] -= milli_value_of(req.get("cpu", Fraction(0)))
+            after["memory"] -= value_of(req.get("memory", Fraction(0)))
+            after["pods"] -= 1
+        alloc = node.allocatable if node.allocatable else node.capacity
+        cap = {"cpu": milli_value_of(alloc.get("cpu", Fraction(0))), "memory": value_of(alloc.get("memory", Fraction(0))),
+               "pods": value_of(alloc.get("pods", Fraction(0)))}
+        out[node.name] = {
+            "before": {r: _percent(before[r], cap[r]) for r in SUMMARY_RESOURCES},
+            "after": {r: _percent(after[r], cap[r]) for r in SUMMARY_RESOURCES},
+            "evicted": len(removed.get(node.name, ())),
+        }
+    return out
+
+
+def deschedule_command(snapshot: str, policy: str, metrics: str | None, min_ready_nodes: int,
+                       scheduler_config: str | None, now: datetime, seed: int) -> dict[str, Any]:
+    from kubesched.api.snapshot import load_snapshot
+    from kubesched.cluster.state import ClusterState
+    from kubesched.config.descheduler_policy import load_descheduler_policy
+    from kubesched.descheduler.descheduler import Descheduler
+    from kubesched.descheduler.metricscollector import MetricsCollector, read_metrics_objects
+    from kubesched.descheduler.nodeutil import parse_label_selector_string
+
+    if min_ready_nodes < 0:
+        raise InputError(f"expected a non-negative number, got {min_ready_nodes}", field="--min-ready-nodes")
+    pol = load_descheduler_policy(policy)
+    snap = load_snapshot(snapshot)
+    cluster = ClusterState.from_snapshot(snap)
+    metric_objects: list[dict[str, Any]] = []
+    extra: dict[str, Any] = {"now": now, "snapshot": snap}
+    from kubesched.metrics.loader import source_from_address
+
+    live = source_from_address(metrics) if metrics is not None else None
+    if live is not None:
+        extra["metrics"] = live.fetch(now)  # an address (load-watcher, Prometheus, metrics-server), read once
+    elif metrics is not None:
+        metric_objects, others = read_metrics_objects(metrics)
+        recorded = [d for d in others if _is_prometheus_response(d)]
+        if recorded:
+            # A recorded Prometheus query response answers LowNodeUtilization's Prometheus source.
+            extra["prometheus_client"] = RecordedPrometheus(recorded[0], metrics)
+            others = [d for d in others if not _is_prometheus_response(d)]
+        if others:
+            # Another kind of usage (load-watcher WatcherMetrics, ...) for load-aware strategies.
+            try:
+                from kubesched.metrics.loader import load_metrics  # type: ignore[import-not-found,unused-ignore]
+            except ImportError:
+                raise InputError("not metrics.k8s.io NodeMetrics/PodMetrics objects, and no loader for other "
+                                 "metrics formats is installed", file=metrics) from None
+            extra["metrics"] = load_metrics(metrics, now)
+        extra["metric_objects"] = metric_objects  # for usage-based strategies that read the objects (LowNodeLoad)
+    collector = MetricsCollector.from_cluster(
+        cluster, metric_objects, parse_label_selector_string(pol.node_selector, "nodeSelector"), metrics or "")
+    provider = pol.metrics_provider("Prometheus")
+    url = (provider.prometheus or {}).get("url") if provider is not None else None
+    if url and "prometheus_client" not in extra:
+        # The policy's Prometheus provider, asked at --now (the authToken secret cannot be read offline).
+        from kubesched.metrics.prometheus import DeschedulerPrometheusClient, PrometheusClient
+
+        extra["prometheus_client"] = DeschedulerPrometheusClient(PrometheusClient(str(url)), now.timestamp())
+    sched_cfg = None
+    warnings: list[str] = []
+    if scheduler_config is not None:
+        from kubesched.config.scheduler_config import load_scheduler_config
+
+        sched_cfg = load_scheduler_config(scheduler_config)
+        # Warn when the scheduler's and the descheduler's usage thresholds are set up to fight.
+        import sys
+
+        from kubesched.descheduler.loadaware_coherence import check as check_coherence
+
+        warnings = check_coherence(sched_cfg, pol)
+        for w in warnings:
+            print(f"warning: {w}", file=sys.stderr)
+    d = Descheduler(cluster, pol, now=now, metrics=collector, scheduler_config=sched_cfg, seed=seed, dry_run=True,
+                    min_ready_nodes=min_ready_nodes, extra=extra)
+    # The snapshot's objects live through the cycle: keep the cyclic GC from rescanning them on every
+    # collection (on a large cluster that scanning costs more than the cycle itself).
+    import gc
+
+    gc.freeze()
+    try:
+        result = d.run_cycle()
+    finally:
+        gc.unfreeze()
+    removed: dict[str, list[Any]] = {}
+    for r in result.evictions:
+        removed.setdefault(r.node, []).append(r.pod)
+    return {
+        "evictions": [r.to_json() for r in result.evictions],
+        "skipped": result.skipped,
+        "errors": result.errors,
+        "nodes": [n.name for n in result.nodes],
+        "utilization": _utilization(cluster, list(cluster.nodes.values()), removed),
+        "warnings": warnings,
+    }
+
+
+def _is_prometheus_response(doc: Any) -> bool:
+    return isinstance(doc, dict) and doc.get("status") == "success" and isinstance(doc.get("data"), dict) \
+        and "resultType" in doc["data"]
+
+
+class RecordedPrometheus:
+    """A recorded `/api/v1/query` response, given back for any query: node (`instance`) → value."""
+
+    def __init__(self, doc: dict[str, Any], source: str) -> None:
+        data = doc["data"]
+        self.kind = str(data.get("resultType"))
+        self.result = data.get("result") or []
+        self.source = source
+
+    def query(self, query: str) -> dict[str, float]:
+        if self.kind != "vector":
+            raise ValueError(f'expected query results to be of type "vector", got "{self.kind}" instead')
+        out: dict[str, float] = {}
+        for r in self.result:
+            labels = r.get("metric") if isinstance(r, dict) else None
+            name = (labels or {}).get("instance")
+            if name is None:
+                raise ValueError("the collected metrics sample is missing 'instance' key")
+            try:
+                out[str(name)] = float(r["value"][1])
+            except (KeyError, IndexError, TypeError, ValueError):
+                raise ValueError(f"sample of {name!r}: expected a value [time, \"number\"]") from None
+        return out
+
+
+def _fmt(v: float | None) -> str:
+    return "-" if v is None else f"{v:.1f}%"
+
+
+def deschedule_table(data: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    from kubesched.report.text import console
+
+    if data.get("skipped"):
+        console.print(f"[yellow]{data['skipped']}[/yellow]")
+    for err in data.get("errors") or []:
+        console.print(f"[red]error:[/red] {err}")
+    evictions = data.get("evictions") or []
+    table = Table(title="evictions")
+    for col in ("node", "pod", "plugin", "profile", "reason"):
+        table.add_column(col)
+    for e in evictions:
+        table.add_row(e["node"], e["pod"], e["plugin"], e["profile"], e["reason"])
+    if evictions:
+        console.print(table)
+    console.print(f"{len(evictions)} pod(s) would be evicted from {len({e['node'] for e in evictions})} node(s)")
+    util = data.get("utilization") or {}
+    names = list(util)
+    if len(names) > TABLE_NODE_LIMIT:
+        touched = [n for n in names if util[n]["evicted"]]
+        names = touched[:TABLE_NODE_LIMIT]
+        note = f"(showing {len(names)} of {len(util)} nodes: those with evictions)"
+    else:
+        note = ""
+    summary = Table(title=f"requested utilisation before → after {note}".strip())
+    summary.add_column("node")
+    for r in SUMMARY_RESOURCES:
+        summary.add_column(r, justify="right")
+    summary.add_column("evicted", justify="right")
+    for n in names:
+        u = util[n]
+        cells = [n] + [f"{_fmt(u['before'][r])} → {_fmt(u['after'][r])}" if u["evicted"] else _fmt(u["before"][r])
+                       for r in SUMMARY_RESOURCES]
+        summary.add_row(*cells, str(u["evicted"]))
+    if names:
+        console.print(summary)

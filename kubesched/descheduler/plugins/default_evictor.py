@@ -1,0 +1,332 @@
+"""DefaultEvictor: which pods may be evicted at all (Filter) and right before eviction (PreEvictionFilter).
+
+Every argument of the newest upstream DefaultEvictor: the pod protections (old booleans or the newer
+`podProtections` with defaultDisabled/extraEnabled, never both), labelSelector, namespaceLabelSelector,
+priorityThreshold (value or class name), nodeFit with its nodeSelector, minReplicas, minPodAge,
+noEvictionPolicy. The `descheduler.alpha.kubernetes.io/evict` annotation lets a pod through every Filter
+check. kubesched adds `nodeFitProfile: <schedulerName>`: node fit answered by the scheduler's own
+PreFilter/Filter/Score for that profile (see `kubesched.descheduler.scheduler_fit`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kubesched.api.objects import Node, Pod
+from kubesched.api.selectors import LabelSelector, parse_label_selector
+from kubesched.config.descheduler_policy import SYSTEM_CRITICAL_PRIORITY, parse_duration_seconds
+from kubesched.descheduler import nodeutil, podutil
+from kubesched.descheduler.framework import EvictorPlugin, Handle
+from kubesched.errors import InputError
+
+PODS_WITH_LOCAL_STORAGE = "PodsWithLocalStorage"
+DAEMONSET_PODS = "DaemonSetPods"
+SYSTEM_CRITICAL_PODS = "SystemCriticalPods"
+FAILED_BARE_PODS = "FailedBarePods"
+PODS_WITH_PVC = "PodsWithPVC"
+PODS_WITHOUT_PDB = "PodsWithoutPDB"
+PODS_WITH_RESOURCE_CLAIMS = "PodsWithResourceClaims"
+
+DEFAULT_POD_PROTECTIONS = (PODS_WITH_LOCAL_STORAGE, SYSTEM_CRITICAL_PODS, FAILED_BARE_PODS, DAEMONSET_PODS)
+EXTRA_POD_PROTECTIONS = (PODS_WITH_PVC, PODS_WITHOUT_PDB, PODS_WITH_RESOURCE_CLAIMS)
+
+# A constraint returns why the pod is protected, or None.
+Constraint = Callable[[Pod], str | None]
+
+
+def effective_pod_protections(args: dict[str, Any]) -> list[str]:
+    """getEffectivePodProtections: the new podProtections when used, else the legacy booleans."""
+    pp = args.get("podProtections") or {}
+    disabled = list(pp.get("defaultDisabled") or [])
+    extra = list(pp.get("extraEnabled") or [])
+    if disabled or extra:
+        return [p for p in DEFAULT_POD_PROTECTIONS if p not in disabled] + extra
+    out = []
+    if not args.get("evictLocalStoragePods"):
+        out.append(PODS_WITH_LOCAL_STORAGE)
+    if not args.get("evictDaemonSetPods"):
+        out.append(DAEMONSET_PODS)
+    if not args.get("evictSystemCriticalPods"):
+        out.append(SYSTEM_CRITICAL_PODS)
+    if not args.get("evictFailedBarePods"):
+        out.append(FAILED_BARE_PODS)
+    if args.get("ignorePvcPods"):
+        out.append(PODS_WITH_PVC)
+    if args.get("ignorePodsWithoutPDB"):
+        out.append(PODS_WITHOUT_PDB)
+    return out
+
+
+class DefaultEvictor(EvictorPlugin):
+    name = "DefaultEvictor"
+
+    def __init__(self, args: dict[str, Any] | None, handle: Handle) -> None:
+        super().__init__(args, handle)
+        a = self.args
+        self.node_fit = bool(a.get("nodeFit", False))
+        self.node_selector: LabelSelector = nodeutil.parse_label_selector_string(a.get("nodeSelector"), "nodeSelector")
+        self.no_eviction_policy = a.get("noEvictionPolicy") or ""
+        self.protections = effective_pod_protections(a)
+        self.constraints: list[Constraint] = []
+        self._add_protection_constraints()
+        self._add_label_selector_constraint()
+        self._add_min_replicas_constraint()
+        self._add_min_pod_age_constraint()
+        ns_sel = a.get("namespaceLabelSelector")
+        self.namespace_selector: LabelSelector | None = None
+        if isinstance(ns_sel, dict) and (ns_sel.get("matchLabels") or ns_sel.get("matchExpressions")):
+            self.namespace_selector = parse_label_selector(ns_sel, "namespaceLabelSelector")
+        self.node_fit_profile: str | None = a.get("nodeFitProfile") or None
+        if self.node_fit_profile is not None:
+            from kubesched.descheduler.scheduler_fit import check_profile
+
+            check_profile(handle, self.node_fit_profile)
+        self._ready_cache: tuple[int, list[Node]] | None = None
+        self._verdicts: dict[int, bool] = {}
+        self._verdict_stamp: tuple[Any, ...] | None = None
+
+    # ------------------------------------------------------------ constraints
+
+    def _priority_threshold(self) -> int:
+        """GetPriorityValueFromPriorityThreshold: the value, or the named PriorityClass's value."""
+        pt = self.args.get("priorityThreshold") or {}
+        if pt.get("value") is not None:
+            return int(pt["value"])
+        name = pt.get("name")
+        if name:
+            pc = self.handle.cluster.priority_classes.get(name)
+            if pc is None:
+                raise InputError(f"unable to get priority value from the priority class: priorityclass {name!r} not found",
+                                 field="priorityThreshold.name")
+            if pc.value > SYSTEM_CRITICAL_PRIORITY:
+                raise InputError(f"priority threshold can't be greater than {SYSTEM_CRITICAL_PRIORITY}",
+                                 field="priorityThreshold.name")
+            return pc.value
+        return SYSTEM_CRITICAL_PRIORITY
+
+    def _add_protection_constraints(self) -> None:
+        enabled = set(self.protections)
+        cluster = self.handle.cluster
+        if SYSTEM_CRITICAL_PODS in enabled:
+            threshold = self._priority_threshold()
+            self.constraints.append(
+                lambda p: "pod has system critical priority and is protected against eviction"
+                if podutil.is_critical_priority_pod(p) else None)
+            self.constraints.append(
+                lambda p: None if podutil.is_pod_evictable_based_on_priority(p, threshold)
+                else "pod has higher priority than specified priority class threshold")
+        if FAILED_BARE_PODS in enabled:
+            self.constraints.append(lambda p: "pod does not have any ownerRefs" if not podutil.owner_ref(p) else None)
+        else:
+            self.constraints.append(
+                lambda p: "pod does not have any ownerRefs and is not in failed phase"
+                if not podutil.owner_ref(p) and p.phase != "Failed" else None)
+        if PODS_WITH_LOCAL_STORAGE in enabled:
+            self.constraints.append(lambda p: "pod has local storage and is protected against eviction"
+                                    if podutil.is_pod_with_local_storage(p) else None)
+        if DAEMONSET_PODS in enabled:
+            self.constraints.append(lambda p: "daemonset pods are protected against eviction"
+                                    if podutil.is_daemonset_pod(podutil.owner_ref(p)) else None)
+        if PODS_WITH_PVC in enabled:
+            protected = self._protected_storage_classes()
+            if not protected:
+                self.constraints.append(lambda p: "pod with PVC is protected against eviction"
+                                        if podutil.is_pod_with_pvc(p) else None)
+            else:
+                self.constraints.append(lambda p: self._storage_class_protection(p, protected))
+        if PODS_WITHOUT_PDB in enabled:
+            self.constraints.append(
+                lambda p: None if podutil.is_pod_covered_by_pdb(cluster, p)
+                else "pod does not have a PodDisruptionBudget and is protected against eviction")
+        if PODS_WITH_RESOURCE_CLAIMS in enabled:
+            self.constraints.append(
+                lambda p: "pod has ResourceClaims and descheduler is configured to protect ResourceClaims pods"
+                if podutil.is_pod_with_resource_claims(p) else None)
+
+    def _protected_storage_classes(self) -> set[str]:
+        pp = self.args.get("podProtections") or {}
+        cfg = (pp.get("config") or {}).get("PodsWithPVC") or {}
+        return {str(sc.get("name")) for sc in cfg.get("protectedStorageClasses") or [] if isinstance(sc, dict)}
+
+    def _storage_class_protection(self, pod: Pod, protected: set[str]) -> str | None:
+        """A PVC that is missing, or has no storage class, protects the pod (upstream fails the lookup)."""
+        cluster = self.handle.cluster
+        for vol in pod.volumes:
+            claim = vol.get("persistentVolumeClaim")
+            if not isinstance(claim, dict):
+                continue
+            claim_name = str(claim.get("claimName") or "")
+            pvc = cluster.pvcs.get(f"{pod.namespace}/{claim_name}")
+            if pvc is None:
+                return f"failed to get persistent volume claim {pod.namespace!r}/{claim_name!r}"
+            if not pvc.storage_class_name:
+                return f"failed to resolve storage class for pod {pod.namespace!r}/{claim_name!r}"
+            if pvc.storage_class_name in protected:
+                return f"pod using protected storage class {pvc.storage_class_name!r}"
+        return None
+
+    def _add_label_selector_constraint(self) -> None:
+        raw = self.args.get("labelSelector")
+        if raw is None:
+            return
+        sel = parse_label_selector(raw, "labelSelector")
+        if sel.empty:
+            return
+        self.constraints.append(lambda p: None if sel.matches(p.labels)
+                                else "pod labels do not match the labelSelector filter in the policy parameter")
+
+    def _add_min_replicas_constraint(self) -> None:
+        min_replicas = int(self.args.get("minReplicas") or 0)
+        if min_replicas <= 1:
+            return
+        cluster = self.handle.cluster
+        counts: dict[str, int] | None = None
+        stamp = (-1, -1)
+
+        def owner_counts() -> dict[str, int]:
+            nonlocal counts, stamp
+            now_stamp = (cluster.pod_generation, len(cluster.pods))
+            if counts is None or stamp != now_stamp:
+                counts = {}
+                for p in cluster.pods.values():
+                    # The informer's owner-UID index lists a pod once per distinct UID.
+                    for uid in set(podutil.owner_ref_uids(p)):
+                        counts[uid] = counts.get(uid, 0) + 1
+                stamp = now_stamp
+            return counts
+
+        def check(p: Pod) -> str | None:
+            owners = p.meta.owner_references
+            if len(owners) != 1:
+                return None
+            n = owner_counts().get(owners[0].uid, 0)
+            if n < min_replicas:
+                return f"owner has {n} replicas which is less than minReplicas of {min_replicas}"
+            return None
+
+        self.constraints.append(check)
+
+    def _add_min_pod_age_constraint(self) -> None:
+        raw = self.args.get("minPodAge")
+        if raw is None:
+            return
+        min_age = parse_duration_seconds(raw, "minPodAge")
+        handle = self.handle
+
+        def check(p: Pod) -> str | None:
+            start = p.status.get("startTime")
+            if not start:
+                return f"pod age is not older than MinPodAge: {raw}"
+            from kubesched.api.objects import parse_time
+
+            try:
+                t = parse_time(start, "status.startTime")
+            except InputError:
+                return f"pod age is not older than MinPodAge: {raw}"
+            if t is None or (handle.now - t).total_seconds() < min_age:
+                return f"pod age is not older than MinPodAge: {raw}"
+            return None
+
+        self.constraints.append(check)
+
+    # ------------------------------------------------------------ extension points
+
+    def filter_reasons(self, pod: Pod) -> list[str]:
+        """Why the pod may not be evicted (empty: it may)."""
+        if podutil.have_evict_annotation(pod):
+            return []
+        if self.no_eviction_policy == "Mandatory" and podutil.have_no_eviction_annotation(pod):
+            return ["pod has the prefer-no-eviction annotation and noEvictionPolicy is Mandatory"]
+        reasons = []
+        if podutil.is_mirror_pod(pod):
+            reasons.append("pod is a mirror pod")
+        if podutil.is_static_pod(pod):
+            reasons.append("pod is a static pod")
+        if podutil.is_pod_terminating(pod):
+            reasons.append("pod is terminating")
+        for c in self.constraints:
+            why = c(pod)
+            if why is not None:
+                reasons.append(why)
+        return reasons
+
+    def filter(self, pod: Pod) -> bool:
+        # Every check depends on the pod, the cluster objects and the cycle's clock only: the verdict is
+        # memoised per pod object within a cycle while the pods and nodes are unchanged (strategies ask
+        # many times per cycle).
+        # Kept by object id (no per-pod allocation, which would keep the cyclic GC busy on big clusters).
+        cluster = self.handle.cluster
+        stamp = (self.handle.extra.get("cycle"), cluster.pod_generation, cluster.node_generation, len(cluster.pods),
+                 self.handle.now)
+        if stamp != self._verdict_stamp:
+            self._verdicts = {}
+            self._verdict_stamp = stamp
+        key = id(pod)
+        hit = self._verdicts.get(key)
+        if hit is None:
+            hit = self._verdicts[key] = self._filter(pod)
+        return hit
+
+    def _filter(self, pod: Pod) -> bool:
+        if podutil.have_evict_annotation(pod):
+            return True
+        if self.no_eviction_policy == "Mandatory" and podutil.have_no_eviction_annotation(pod):
+            return False
+        if podutil.is_mirror_pod(pod) or podutil.is_static_pod(pod) or podutil.is_pod_terminating(pod):
+            return False
+        for c in self.constraints:
+            if c(pod) is not None:
+                return False
+        return True
+
+    def candidate_nodes(self) -> list[Node]:
+        """ReadyNodes under this evictor's nodeSelector, over every node of the cluster."""
+        cluster = self.handle.cluster
+        if self._ready_cache is not None and self._ready_cache[0] == cluster.node_generation:
+            return self._ready_cache[1]
+        nodes = [n for n in cluster.nodes.values() if self.node_selector.matches(n.labels)]
+        ready = nodeutil.ready_nodes(nodes)
+        self._ready_cache = (cluster.node_generation, ready)
+        return ready
+
+    def pre_eviction_filter(self, pod: Pod) -> bool:
+        if self.node_fit_profile is not None:
+            if self._scheduler_fit().place(pod, self.candidate_nodes()) is None:
+                return False
+        elif self.node_fit:
+            if not nodeutil.pod_fits_any_other_node(self.handle.cluster, pod, self.candidate_nodes()):
+                return False
+        if self.namespace_selector is None:
+            return True
+        ns = self.handle.cluster.namespaces.get(pod.namespace)
+        return ns is not None and self.namespace_selector.matches(ns.labels)
+
+    def evicting(self, pod: Pod) -> bool:
+        # Strategies may pre-filter many pods before evicting any: ask the scheduler again now, with the
+        # room earlier evictions' replacements took.
+        if self.node_fit_profile is not None:
+            return self._scheduler_fit().place(pod, self.candidate_nodes()) is not None
+        return True
+
+    def evicted(self, pod: Pod) -> None:
+        if self.node_fit_profile is not None:
+            self._scheduler_fit().commit(pod)
+
+    # ------------------------------------------------------------ node fit by the scheduler
+
+    def _scheduler_fit(self) -> Any:
+        from kubesched.descheduler.scheduler_fit import scheduler_node_fit
+
+        assert self.node_fit_profile is not None
+        return scheduler_node_fit(self.handle, self.node_fit_profile)
+
+    def node_fit_function(self) -> Callable[[Pod, list[Node]], bool] | None:
+        """What strategies' own node-fit checks should use (Handle.node_fit), when the scheduler answers."""
+        if self.node_fit_profile is None:
+            return None
+
+        def fits_other_node(pod: Pod, nodes: list[Node]) -> bool:
+            return bool(self._scheduler_fit().fits_other_node(pod, nodes))
+
+        return fits_other_node

@@ -1,0 +1,84 @@
+"""HighNodeUtilization: empty underutilized nodes onto the others (bin packing, for the cluster autoscaler).
+
+Upstream's arithmetic: a node is underutilized when every thresholded resource is at or below
+`thresholds` (cordoned nodes included: they are drained too), otherwise it is a destination when
+schedulable. Nothing happens when no node is underutilized, when at most `numberOfNodes` are, when every
+node is, or when there is no destination. Underutilized nodes are drained in increasing total usage
+while every resource of the destinations' budget (capacity minus usage) stays above zero.
+`evictionModes: [OnlyThresholdingResources]` only moves pods that request a thresholded resource.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from kubesched.api.objects import Node, Pod
+from kubesched.descheduler.framework import BalancePlugin, Handle, Status
+from kubesched.descheduler.plugins import nodeutilization as nu
+
+
+class HighNodeUtilization(BalancePlugin):
+    name = "HighNodeUtilization"
+
+    def __init__(self, args: dict[str, Any] | None, handle: Handle) -> None:
+        super().__init__(args, handle)
+        a = self.args
+        self.thresholds: dict[str, float] = dict(a.get("thresholds") or {})
+        self.high_thresholds = {r: 100.0 for r in self.thresholds}
+        self.number_of_nodes = int(a.get("numberOfNodes") or 0)
+        ns = a.get("evictableNamespaces") or {}
+        self.excluded_namespaces: list[str] = list(ns.get("exclude") or [])
+        self.only_thresholding = "OnlyThresholdingResources" in (a.get("evictionModes") or [])
+        self.names = nu.unique_resource_names(self.thresholds)
+
+    def _pod_filter(self, pod: Pod) -> bool:
+        if not self.handle.evictor.filter(pod):
+            return False
+        if self.only_thresholding:
+            # withResourceRequestForAny: some container or init container names a thresholded resource.
+            for c in list(pod.containers) + list(pod.init_containers):
+                if any(r in c.requests for r in self.thresholds):
+                    return True
+            return False
+        return True
+
+    def balance(self, nodes: list[Node]) -> Status:
+        handle = self.handle
+        client = nu.RequestedUsageClient(handle.cluster, self.names)
+        try:
+            client.sync(nodes)
+        except nu.UsageError as e:
+            return Status(f"error getting node usage: {e}")
+        names = self.names
+        usage = client.node_usage()
+        cap, has = nu.capacity_matrix(nodes, names)
+        pct = nu.usage_percentages(usage, cap, has)
+        n = len(nodes)
+        low_m, low_cols = nu.threshold_rows(n, names, self.thresholds)
+        under = nu.below(pct, low_m, low_cols)
+        schedulable = np.fromiter((not node.unschedulable for node in nodes), dtype=bool, count=n)
+        dest = ~under & schedulable
+        caps = nu.capped_capacity(cap, has, names, self.high_thresholds)
+        low_idx = np.flatnonzero(under)
+        dest_idx = np.flatnonzero(dest)
+        if len(low_idx) == 0 or len(low_idx) <= self.number_of_nodes or len(low_idx) == len(nodes) \
+                or len(dest_idx) == 0:
+            return Status()
+        low_nodes = nu.sort_nodes_by_usage(nu.build_infos(nodes, low_idx, usage, names, pct, caps, client),
+                                           ascending=True)
+        dest_nodes = nu.build_infos(nodes, dest_idx, usage, names, pct, caps, client)
+
+        def continue_eviction(_info: nu.NodeUsageInfo, available: dict[str, nu.Number]) -> bool:
+            return nu.budget_left(available)
+
+        def reason(info: nu.NodeUsageInfo) -> str:
+            parts = [f"{r} {info.percent[r]:.1f}% <= {self.thresholds[r]:g}%" for r in self.thresholds
+                     if r in info.percent and info.percent[r] == info.percent[r]]
+            return (f"node {info.node.name} is underutilized ({', '.join(parts)}); packing its pods onto "
+                    f"{len(dest_nodes)} other node(s)")
+
+        nu.evict_pods_from_source_nodes(handle, self.name, self.excluded_namespaces, low_nodes, dest_nodes,
+                                        self._pod_filter, names, continue_eviction, client, None, reason)
+        return Status()

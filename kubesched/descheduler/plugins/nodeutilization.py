@@ -1,0 +1,500 @@
+"""What LowNodeUtilization and HighNodeUtilization share: usage clients, classification, the eviction loop.
+
+Mirrors kubernetes-sigs/descheduler's `framework/plugins/nodeutilization`. Per-node numbers are NumPy
+columns over the nodes of the cycle: usage (requests from the NodeTable, or actual usage from the
+MetricsCollector, or a Prometheus query), capacity (allocatable, or capacity when a node lists no
+allocatable), percentages `float(used)/float(capacity)*100` as upstream computes them, thresholds
+(static, or deviation from the average), and each node's budget `int(threshold*0.01*capacity)`.
+Only the eviction loop over the chosen source nodes walks pods one by one.
+
+Units: cpu in millicores, every other resource in whole units (upstream's MilliValue/Value). Requested
+usage sums each pod's request rounded up to those units (the NodeTable's numbers); upstream rounds the
+exact sum instead, which differs only for requests finer than a millicore or a byte.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Protocol
+
+import numpy as np
+
+from kubesched.api.objects import Node, Pod, Taint
+from kubesched.api.quantity import milli_value_of, value_of
+from kubesched.api.resources import scheduler_request
+from kubesched.cluster.state import ClusterState
+from kubesched.descheduler import nodeutil, podutil
+from kubesched.descheduler.framework import EvictionLimitError, EvictOptions, Handle
+
+CPU, MEMORY, PODS = "cpu", "memory", "pods"
+METRIC_RESOURCE = "MetricResource"
+KUBERNETES_METRICS = "KubernetesMetrics"
+PROMETHEUS_METRICS = "Prometheus"
+
+
+class UsageError(Exception):
+    """A usage client cannot give a number (the plugin skips the pod, or the whole run, as upstream)."""
+
+
+class NotSupportedError(UsageError):
+    """The client has no per-pod usage (Prometheus): evictions are not constrained by resources."""
+
+
+Number = int | Fraction
+
+
+def to_units(name: str, q: Fraction) -> Number:
+    """A quantity in the unit upstream compares it in: millicores for cpu, base units otherwise (exact; a
+    plain int when whole, which keeps the eviction loop's arithmetic fast)."""
+    v = q * 1000 if name == CPU else q
+    return v.numerator if v.denominator == 1 else v
+
+
+def unique_resource_names(names: Iterable[str]) -> list[str]:
+    """uniquifyResourceNames: the names plus cpu, memory and pods, each once (thresholds' order first)."""
+    out: list[str] = []
+    for n in list(names) + [CPU, MEMORY, PODS]:
+        if n not in out:
+            out.append(n)
+    return out
+
+
+# ---------------------------------------------------------------- usage clients
+
+
+class UsageClient(Protocol):
+    names: list[str]
+
+    def sync(self, nodes: list[Node]) -> None: ...
+
+    def node_usage(self) -> np.ndarray:
+        """(nodes × names) usage in units, after sync."""
+        ...
+
+    def pods(self, i: int) -> list[Pod]: ...
+
+    def pod_usage(self, pod: Pod) -> dict[str, Number]: ...
+
+
+class RequestedUsageClient:
+    """Usage = the requests of the pods on each node (upstream's requestedUsageClient)."""
+
+    def __init__(self, cluster: ClusterState, names: list[str]) -> None:
+        self.cluster = cluster
+        self.names = names
+        self._usage = np.zeros((0, len(names)), dtype=np.int64)
+        self._nodes: list[Node] = []
+
+    def sync(self, nodes: list[Node]) -> None:
+        cluster = self.cluster
+        table = cluster.table
+        rows = np.fromiter((cluster.node_info_by_name[n.name].index for n in nodes), dtype=np.int64, count=len(nodes))
+        usage = np.zeros((len(nodes), len(self.names)), dtype=np.int64)
+        for j, name in enumerate(self.names):
+            if name == PODS:
+                usage[:, j] = table.pod_count[rows]
+            elif name in table.column and name != METRIC_RESOURCE:
+                usage[:, j] = table.requested[rows, table.column[name]]
+            else:
+                # A resource the scheduler does not track: sum the exact requests.
+                for i, n in enumerate(nodes):
+                    total = Fraction(0)
+                    for p in cluster.pods_on(n.name):
+                        total += podutil.pod_request_quantities(p).get(name, Fraction(0))
+                    usage[i, j] = milli_value_of(total) if name == CPU else value_of(total)
+        self._usage = usage
+        # Listed when asked (only classified nodes are): nothing changes the pods during a cycle.
+        self._nodes = nodes
+
+    def node_usage(self) -> np.ndarray:
+        return self._usage
+
+    def pods(self, i: int) -> list[Pod]:
+        return list(self.cluster.pods_on(self._nodes[i].name))
+
+    def pod_usage(self, pod: Pod) -> dict[str, Number]:
+        key = ("desched_usage", tuple(self.names))
+        cached = pod.cache.get(key)
+        if cached is None:
+            # The same per-pod numbers the NodeTable sums (so a node's usage minus its pods' usage is exact);
+            # resources the scheduler does not track come from the exact requests.
+            units = scheduler_request(pod)
+            column = self.cluster.table.column
+            cached = {}
+            for n in self.names:
+                if n == PODS:
+                    cached[n] = 0
+                elif n in column:
+                    cached[n] = units.get(n, 0)
+                else:
+                    cached[n] = to_units(n, podutil.pod_request_quantities(pod).get(n, Fraction(0)))
+            pod.cache[key] = cached
+        return dict(cached)
+
+
+class ActualUsageClient:
+    """Usage = the MetricsCollector's node usage (cpu, memory) and the pod count (upstream's actualUsageClient)."""
+
+    def __init__(self, cluster: ClusterState, names: list[str], collector: Any) -> None:
+        self.cluster = cluster
+        self.names = names
+        self.collector = collector
+        self._usage = np.zeros((0, len(names)), dtype=np.int64)
+        self._pods: list[list[Pod]] = []
+
+    def sync(self, nodes: list[Node]) -> None:
+        usage = np.zeros((len(nodes), len(self.names)), dtype=np.int64)
+        pods: list[list[Pod]] = []
+        for i, n in enumerate(nodes):
+            on = list(self.cluster.pods_on(n.name))
+            collected = self.collector.nodes.get(n.name)
+            if collected is None:
+                raise UsageError(f"unable to find node {n.name!r} in the collected metrics")
+            values = {CPU: collected["cpu"], MEMORY: collected["memory"], PODS: len(on)}
+            for j, name in enumerate(self.names):
+                if name not in values:
+                    raise UsageError(f"unable to find {name!r} resource for collected {n.name!r} node metric")
+                usage[i, j] = values[name]
+            pods.append(on)
+        self._usage = usage
+        self._pods = pods
+
+    def node_usage(self) -> np.ndarray:
+        return self._usage
+
+    def pods(self, i: int) -> list[Pod]:
+        return self._pods[i]
+
+    def pod_usage(self, pod: Pod) -> dict[str, Number]:
+        try:
+            used = self.collector.pod_usage(pod.namespace, pod.name, self.names)
+        except KeyError as e:
+            raise UsageError(str(e)) from None
+        return {n: to_units(n, v) for n, v in used.items()}
+
+
+class PrometheusClient(Protocol):
+    """What the Prometheus usage source needs: the query's per-node result, each value in [0, 1].
+
+    The load-aware helper provides one as `handle.extra["prometheus_client"]` (a live client, or a
+    recorded result); without it the source fails as upstream's does without a client.
+    """
+
+    def query(self, query: str) -> dict[str, float]: ...
+
+
+class PrometheusUsageClient:
+    """Usage = one Prometheus query per cycle, `MetricResource` = int(value*100) per node."""
+
+    def __init__(self, cluster: ClusterState, client: PrometheusClient, query: str) -> None:
+        self.cluster = cluster
+        self.client = client
+        self.query = query
+        self.names = [METRIC_RESOURCE]
+        self._usage = np.zeros((0, 1), dtype=np.int64)
+        self._pods: list[list[Pod]] = []
+
+    def sync(self, nodes: list[Node]) -> None:
+        try:
+            result = self.client.query(self.query)
+        except Exception as e:  # a client's failure is the plugin's error, as upstream logs it
+            raise UsageError(f"unable to capture prometheus metrics: {e}") from None
+        usage = np.zeros((len(nodes), 1), dtype=np.int64)
+        for node_name, value in result.items():
+            if value < 0 or value > 1:
+                raise UsageError(f"the collected metrics sample for {node_name!r} has value {value} outside of "
+                                 "<0; 1> interval")
+        for i, n in enumerate(nodes):
+            if n.name not in result:
+                raise UsageError(f"unable to find metric entry for {n.name}")
+            usage[i, 0] = int(result[n.name] * 100)
+        self._usage = usage
+        self._pods = [list(self.cluster.pods_on(n.name)) for n in nodes]
+
+    def node_usage(self) -> np.ndarray:
+        return self._usage
+
+    def pods(self, i: int) -> list[Pod]:
+        return self._pods[i]
+
+    def pod_usage(self, pod: Pod) -> dict[str, Number]:
+        raise NotSupportedError("prometheus usage client has no per-pod usage")
+
+
+# ---------------------------------------------------------------- capacities and percentages
+
+
+def capacity_matrix(nodes: list[Node], names: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(capacity in units, whether the node lists the resource): allocatable, or capacity when the node
+    lists no allocatable (referencedResourceListForNodeCapacity); MetricResource is 100 everywhere."""
+    cap = np.zeros((len(nodes), len(names)), dtype=np.int64)
+    has = np.zeros((len(nodes), len(names)), dtype=bool)
+    cache: dict[int, tuple[list[int], list[bool]]] = {}
+    for i, n in enumerate(nodes):
+        source = n.allocatable if n.allocatable else n.capacity
+        key = id(source)
+        hit = cache.get(key)
+        if hit is None:
+            vals, flags = [], []
+            for name in names:
+                if name == METRIC_RESOURCE:
+                    vals.append(100)
+                    flags.append(True)
+                elif name in source:
+                    q = source[name]
+                    vals.append(milli_value_of(q) if name == CPU else value_of(q))
+                    flags.append(True)
+                else:
+                    vals.append(0)
+                    flags.append(False)
+            hit = (vals, flags)
+            cache[key] = hit
+        cap[i] = hit[0]
+        has[i] = hit[1]
+    return cap, has
+
+
+def usage_percentages(usage: np.ndarray, cap: np.ndarray, has: np.ndarray) -> np.ndarray:
+    """ResourceUsageToResourceThreshold: float(used)/float(capacity)*100, 0 for no capacity; NaN where the
+    node does not list the resource (upstream leaves it out of the map, which reads as 0 when compared)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pct = np.where(cap > 0, usage.astype(np.float64) / cap.astype(np.float64) * 100.0, 0.0)
+    return np.where(has, pct, np.nan)
+
+
+def below(pct: np.ndarray, thr: np.ndarray, cols: list[int]) -> np.ndarray:
+    """isNodeBelowThreshold: usage <= threshold for every thresholded resource (rows of pct, thr)."""
+    if not cols:
+        return np.ones(pct.shape[0], dtype=bool)
+    p = np.nan_to_num(pct[:, cols], nan=0.0)
+    return np.all(p <= thr[:, cols], axis=1)
+
+
+def above(pct: np.ndarray, thr: np.ndarray, cols: list[int]) -> np.ndarray:
+    """isNodeAboveThreshold: usage > threshold for some thresholded resource."""
+    if not cols:
+        return np.zeros(pct.shape[0], dtype=bool)
+    p = np.nan_to_num(pct[:, cols], nan=0.0)
+    return np.any(p > thr[:, cols], axis=1)
+
+
+def deviation_thresholds(pct: np.ndarray, names: list[str], low: dict[str, float],
+                         high: dict[str, float]) -> tuple[dict[str, float], dict[str, float]]:
+    """assessNodesUsagesAndRelativeThresholds: the average usage of each thresholded resource (over the
+    nodes listing it) minus `low` and plus `high`, clamped to [0, 100]."""
+    lower: dict[str, float] = {}
+    higher: dict[str, float] = {}
+    for name in low:
+        if name not in names:
+            continue
+        col = pct[:, names.index(name)]
+        values = [float(v) for v in col if not math.isnan(v)]
+        if not values:
+            continue
+        total = 0.0
+        for v in values:
+            total += v
+        avg = total / len(values)
+        lower[name] = min(max(avg + -low[name], 0.0), 100.0)
+        higher[name] = min(max(avg + high.get(name, 0.0), 0.0), 100.0)
+    return lower, higher
+
+
+def threshold_rows(n: int, names: list[str], thresholds: dict[str, float]) -> tuple[np.ndarray, list[int]]:
+    """The thresholds as an (n × names) matrix (NaN where not thresholded) and the thresholded columns."""
+    row = np.full(len(names), np.nan)
+    cols = []
+    for name, v in thresholds.items():
+        if name in names:
+            j = names.index(name)
+            row[j] = v
+            cols.append(j)
+    return np.tile(row, (n, 1)), cols
+
+
+def capped_capacity(cap: np.ndarray, has: np.ndarray, names: list[str], thresholds: dict[str, float]) -> np.ndarray:
+    """capNodeCapacitiesToThreshold: int64(threshold*0.01*capacity) for thresholded resources, the full
+    capacity for the others, 0 where the node does not list the resource."""
+    out = np.where(has, cap, 0).astype(np.int64)
+    for name, thr in thresholds.items():
+        if name not in names:
+            continue
+        j = names.index(name)
+        col = cap[:, j]
+        # Go: int64(float64(threshold) * 0.01 * float64(capacity)), truncating toward zero.
+        vals = np.trunc(float(thr) * 0.01 * col.astype(np.float64)).astype(np.int64)
+        out[:, j] = np.where(has[:, j], vals, 0)
+    return out
+
+
+# ---------------------------------------------------------------- node infos and the eviction loop
+
+
+@dataclass
+class NodeUsageInfo:
+    """One classified node: its usage (units, updated as pods leave), its budget cap, its pods."""
+
+    node: Node
+    usage: dict[str, Number]
+    available: dict[str, Number]
+    pods: list[Pod]
+    percent: dict[str, float] = field(default_factory=dict)
+
+
+def usage_sum(info: NodeUsageInfo) -> int:
+    """sortNodesByUsage's key: cpu in millicores plus every other resource's Value."""
+    total = 0
+    for v in info.usage.values():
+        total += math.ceil(v) if v >= 0 else -math.ceil(-v)
+    return total
+
+
+def sort_nodes_by_usage(nodes: list[NodeUsageInfo], ascending: bool) -> list[NodeUsageInfo]:
+    return sorted(nodes, key=usage_sum, reverse=not ascending)
+
+
+def assess_available(destinations: list[NodeUsageInfo], names: list[str]) -> dict[str, Number]:
+    """assessAvailableResourceInNodes: the sum over destinations of (capped capacity - usage)."""
+    out: dict[str, Number] = {n: 0 for n in names}
+    for d in destinations:
+        for n in names:
+            out[n] += d.available[n] - d.usage[n]
+    return out
+
+
+def is_node_above_target_utilization(info: NodeUsageInfo) -> bool:
+    return any(info.available.get(n, 0) < v for n, v in info.usage.items())
+
+
+ContinueCondition = Callable[[NodeUsageInfo, dict[str, Number]], bool]
+
+
+def evict_pods_from_source_nodes(handle: Handle, plugin: str, excluded_namespaces: Iterable[str],
+                                 sources: list[NodeUsageInfo], destinations: list[NodeUsageInfo],
+                                 pod_filter: Callable[[Pod], bool], names: list[str],
+                                 continue_eviction: ContinueCondition, usage_client: UsageClient,
+                                 node_limit: int | None, reason: Callable[[NodeUsageInfo], str]) -> None:
+    """evictPodsFromSourceNodes: source node by source node, evictable pods in priority/QoS order, until the
+    node is back under target, the destinations' budget is spent, or a limit stops it."""
+    available = assess_available(destinations, names)
+    # PodToleratesTaints only asks whether some destination's taints are all tolerated: destinations with
+    # the same taints answer alike, so each distinct taint set is asked once.
+    destination_taints: dict[str, tuple[Taint, ...]] = {}
+    seen: set[tuple[Taint, ...]] = set()
+    for d in destinations:
+        if d.node.taints not in seen:
+            seen.add(d.node.taints)
+            destination_taints[d.node.name] = d.node.taints
+    excluded = set(excluded_namespaces)
+    evictor = handle.evictor
+    for src in sources:
+        removable = [p for p in src.pods if pod_filter(p)]
+        if not removable:
+            continue
+        podutil.sort_pods_based_on_priority_low_to_high(removable)
+        removable = evictor.sort(removable)
+        stop = _evict_pods(evictor, plugin, excluded, removable, src, available, destination_taints,
+                           continue_eviction, usage_client, node_limit, reason(src))
+        if stop == "total":
+            return
+
+
+def _evict_pods(evictor: Any, plugin: str, excluded: set[str], pods: list[Pod], src: NodeUsageInfo,
+                available: dict[str, Number], destination_taints: dict[str, tuple[Taint, ...]],
+                continue_eviction: ContinueCondition, usage_client: UsageClient, node_limit: int | None,
+                reason: str) -> str | None:
+    if not continue_eviction(src, available):
+        return None
+    counter = 0
+    for pod in pods:
+        if node_limit is not None and counter >= node_limit:
+            break
+        if not nodeutil.pod_tolerates_taints(pod, destination_taints):
+            continue
+        if pod.namespace in excluded or not evictor.pre_eviction_filter(pod):
+            continue
+        unconstrained = False
+        pod_usage: dict[str, Number] = {}
+        try:
+            pod_usage = usage_client.pod_usage(pod)
+        except NotSupportedError:
+            unconstrained = True
+        except UsageError:
+            continue
+        try:
+            ok = evictor.evict(pod, EvictOptions(reason=reason, plugin=plugin))
+        except EvictionLimitError as e:
+            if e.limit in ("node", "total"):
+                return e.limit
+            continue
+        if not ok:
+            continue
+        if node_limit is None and unconstrained:
+            break
+        counter += 1
+        if unconstrained:
+            continue
+        for name in available:
+            delta = 1 if name == PODS else pod_usage.get(name, 0)
+            src.usage[name] = src.usage.get(name, 0) - delta
+            available[name] -= delta
+        if not continue_eviction(src, available):
+            break
+    return None
+
+
+def budget_left(available: dict[str, Number]) -> bool:
+    """Every destination resource still has room (> 0)."""
+    return all(v > 0 for v in available.values())
+
+
+def describe_usage(info: NodeUsageInfo, names: Iterable[str]) -> str:
+    parts = []
+    for n in names:
+        if n in info.percent and not math.isnan(info.percent[n]):
+            parts.append(f"{n} {info.percent[n]:.1f}%")
+    return ", ".join(parts)
+
+
+def make_usage_client(plugin: str, handle: Handle, metrics_utilization: dict[str, Any] | None,
+                      names: list[str]) -> UsageClient:
+    """usageClientForMetrics: the client the plugin's args ask for (UsageError when it cannot be built)."""
+    cluster = handle.cluster
+    if metrics_utilization is None:
+        return RequestedUsageClient(cluster, names)
+    source = metrics_utilization.get("source") or ""
+    if metrics_utilization.get("metricsServer") or source == KUBERNETES_METRICS:
+        if handle.metrics is None:
+            raise UsageError("metrics client not initialized (enable metricsProviders: [{source: KubernetesMetrics}] "
+                             "in the policy)")
+        return ActualUsageClient(cluster, names, handle.metrics)
+    if source == PROMETHEUS_METRICS:
+        client = handle.extra.get("prometheus_client")
+        if client is None:
+            # The policy's Prometheus metrics provider, queried at the cycle's time (kubesched.metrics.prometheus).
+            from kubesched.metrics.prometheus import descheduler_client
+
+            client = descheduler_client(handle.extra.get("policy"), handle.extra.get("snapshot"), handle.now)
+        if client is None:
+            raise UsageError("prometheus client not initialized")
+        return PrometheusUsageClient(cluster, client, str((metrics_utilization.get("prometheus") or {}).get("query", "")))
+    if source:
+        raise UsageError("unrecognized metrics source")
+    raise UsageError("metrics source is empty")
+
+
+def build_infos(nodes: list[Node], indices: Iterable[int], usage: np.ndarray, names: list[str], pct: np.ndarray,
+                caps: np.ndarray, client: UsageClient) -> list[NodeUsageInfo]:
+    out = []
+    for i in indices:
+        out.append(NodeUsageInfo(
+            node=nodes[i],
+            usage={n: int(usage[i, j]) for j, n in enumerate(names)},
+            available={n: int(caps[i, j]) for j, n in enumerate(names)},
+            pods=client.pods(i),
+            percent={n: float(pct[i, j]) for j, n in enumerate(names)},
+        ))
+    return out
