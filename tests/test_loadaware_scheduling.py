@@ -172,3 +172,24 @@ def test_dominant_resource_weight() -> None:
     _, scores = run(pl, cluster, pod("p", {"cpu": "100m"}))
     # cpu (4000-3085)·100/4000 = 22, memory 85; (22 + 85 + 2·22) / 4 = 37.
     assert scores == [37]
+
+
+def bare_node_metric(name: str, update: str | None) -> dict[str, Any]:
+    """A koordinator NodeMetric that has no status.nodeMetric (koordlet has not reported usage yet)."""
+    status: dict[str, Any] = {"updateTime": update} if update else {}
+    return {"apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeMetric", "metadata": {"name": name},
+            "spec": {"metricCollectPolicy": {"reportIntervalSeconds": 60}}, "status": status}
+
+
+def test_node_metric_without_usage_is_still_judged_for_freshness() -> None:
+    # Upstream checks expiry before it skips a NodeMetric whose status.nodeMetric is nil: a stale or
+    # never-updated one rejects the node, a fresh one passes; none of them is scored.
+    objects = [bare_node_metric("fresh", STAMP), bare_node_metric("stale", "2023-12-31T23:57:00Z"),
+               bare_node_metric("never", None)]
+    nodes = [node("fresh"), node("stale"), node("never")]
+    pl, cluster = setup({}, nodes, objects, now=T.timestamp())
+    reasons, scores = run(pl, cluster, pod("p", {"cpu": "3900m"}))
+    assert reasons == ["ok", "node(s) nodeMetric expired", "node(s) nodeMetric expired"]
+    assert scores == [0, 0, 0]
+    pl, cluster = setup({"enableScheduleWhenNodeMetricsExpired": True}, nodes, objects, now=T.timestamp())
+    assert run(pl, cluster, pod("p", {"cpu": "3900m"})) == (["ok", "ok", "ok"], [0, 0, 0])

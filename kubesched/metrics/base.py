@@ -172,6 +172,10 @@ class Metrics:
     window: Window | None = None
     # A capture (snapshot, file) rather than a live reading: judged at its own moment without --now.
     captured: bool = True
+    # koordinator NodeMetric objects that carry no status.nodeMetric: node -> status.updateTime (None when
+    # unset). They are not usage, but LoadAwareScheduling still judges their freshness (upstream checks
+    # expiry before it skips a NodeMetric without usage).
+    without_usage: dict[str, float | None] = field(default_factory=dict)
 
     def node(self, name: str) -> NodeUsage | None:
         return self.nodes.get(name) if self.nodes is not None else None
@@ -198,6 +202,7 @@ class Metrics:
             yield n.timestamp
         for p in self.pods.values():
             yield p.timestamp
+        yield from self.without_usage.values()
 
     def age(self, name: str, now: datetime) -> float | None:
         """Seconds since the node's data was measured, judged at `reference_time`; None when unknown."""
@@ -234,6 +239,12 @@ def merge(collections: Iterable[Metrics]) -> Metrics:
         names.append(m.source)
         if m.nodes is not None:
             out.nodes = {**(out.nodes or {}), **m.nodes}
+            for name in m.nodes:
+                out.without_usage.pop(name, None)
+        for name, stamp in m.without_usage.items():
+            out.without_usage[name] = stamp
+            if out.nodes is not None:
+                out.nodes.pop(name, None)
         out.pods.update(m.pods)
         if m.timestamp and (out.timestamp is None or m.timestamp > out.timestamp):
             out.timestamp = m.timestamp

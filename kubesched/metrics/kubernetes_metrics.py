@@ -163,6 +163,7 @@ def metrics_from_objects(objects: Iterable[dict[str, Any]], source: str = "metri
     A node that has both a koordinator NodeMetric and a NodeMetrics keeps the NodeMetric (it says more).
     """
     nodes: dict[str, NodeUsage] = {}
+    without_usage: dict[str, float | None] = {}
     koord_nodes: set[str] = set()
     pods: dict[str, PodUsage] = {}
     koord_pods: set[str] = set()
@@ -184,12 +185,21 @@ def metrics_from_objects(objects: Iterable[dict[str, Any]], source: str = "metri
             koord_nodes.add(name)
             if node is not None:
                 nodes[name] = node
+                without_usage.pop(name, None)
             else:
                 nodes.pop(name, None)
+                without_usage[name] = _update_time(obj)
             for p in pod_usages:
                 pods[p.key] = p
                 koord_pods.add(p.key)
-    return Metrics(source=source, nodes=nodes, pods=pods, captured=captured)
+    return Metrics(source=source, nodes=nodes, pods=pods, captured=captured, without_usage=without_usage)
+
+
+def _update_time(obj: dict[str, Any]) -> float | None:
+    """A NodeMetric's status.updateTime as unix seconds (already validated by the parser)."""
+    status = obj.get("status") or {}
+    t = parse_time(status.get("updateTime"), "status.updateTime") if isinstance(status, dict) else None
+    return t.timestamp() if t is not None else None
 
 
 def attach_nodes(metrics: Metrics, pod_nodes: dict[str, str]) -> Metrics:

@@ -112,6 +112,8 @@ class NodeState:
     """The cached sums of one node: usage, estimates of the pods the metrics miss, and their metric."""
 
     found: bool = False
+    # False for a NodeMetric without status.nodeMetric: found (its freshness is judged) but not used.
+    has_usage: bool = True
     update_time: float | None = None
     node_usage: np.ndarray | None = None
     prod_usage: np.ndarray | None = None
@@ -124,11 +126,13 @@ class NodeState:
 @dataclass(slots=True)
 class _Table:
     """Per node-table row: the estimated usage of existing pods (one variant), whether the node has a
-    metric, and its update time (NaN when unknown). Rows of nodes whose pods changed are `dirty`."""
+    metric (and whether it carries usage), and its update time (NaN when unknown). Rows of nodes whose
+    pods changed are `dirty`."""
 
     key: Any
     estimated: np.ndarray
     found: np.ndarray
+    has_usage: np.ndarray
     update: np.ndarray
     dirty: set[str] = field(default_factory=set)
 
@@ -384,6 +388,9 @@ class LoadAwareScheduling(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlu
             return cached[1]
         st = NodeState()
         usage = metrics.node(node.name) if metrics is not None else None
+        if usage is None and metrics is not None and node.name in metrics.without_usage:
+            st.found, st.has_usage = True, False
+            st.update_time = metrics.without_usage[node.name]
         if usage is not None:
             st.found = True
             st.update_time = metrics.node_timestamp(node.name) if metrics is not None else None
@@ -563,6 +570,8 @@ class LoadAwareScheduling(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlu
             if not self.schedule_when_expired:
                 return unschedulable(REASON_EXPIRED)
             return Status()
+        if not st.has_usage:
+            return Status()
         agg_type, agg_duration = ("", 0.0)
         if not prod_pod and is_agg and agg is not None:
             agg_type, agg_duration = agg["type"], agg["duration"]
@@ -588,7 +597,7 @@ class LoadAwareScheduling(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlu
         if t is None or t.key != key:
             n = cluster.num_nodes
             t = _Table(key, np.zeros((n, len(self.resources)), dtype=np.int64), np.zeros(n, dtype=bool),
-                       np.full(n, np.nan), {i.name for i in infos})
+                       np.zeros(n, dtype=bool), np.full(n, np.nan), {i.name for i in infos})
             self._tables[variant] = t
         if t.dirty:
             for name in t.dirty:
@@ -598,8 +607,10 @@ class LoadAwareScheduling(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlu
                 st = self.node_state(info.node)
                 r = info.index
                 t.found[r] = st.found
+                t.has_usage[r] = st.has_usage
                 t.update[r] = st.update_time if st.update_time is not None else np.nan
-                t.estimated[r] = self.estimated_existing(st, prod, agg_type, agg_duration) if st.found else 0
+                t.estimated[r] = (self.estimated_existing(st, prod, agg_type, agg_duration)
+                                  if st.found and st.has_usage else 0)
             t.dirty = set()
         return t
 
@@ -656,7 +667,7 @@ class LoadAwareScheduling(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlu
             np.zeros(len(sel), dtype=bool)
         if not self.schedule_when_expired:
             verdict &= ~expired
-        check = found & ~expired
+        check = found & ~expired & t.has_usage[sel]
         a = alloc[sel]
         est = t.estimated[sel] + self._incoming(state, pod)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -680,6 +691,8 @@ class LoadAwareScheduling(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlu
         if not st.found:
             return 0, Status()
         if self.expiration and self._expired(st):
+            return 0, Status()
+        if not st.has_usage:
             return 0, Status()
         estimated = self.estimated_existing(st, prod_pod, agg_type, agg_duration) + self._incoming(state, pod)
         return self.scorer(estimated[None, :], self.allocatable(node)[None, :])[0], Status()
@@ -710,7 +723,7 @@ class LoadAwareScheduling(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlu
             agg_type, agg_duration = self.aggregated["scoreAggregationType"], self.aggregated["scoreAggregatedDuration"]
         t = self._table(cluster, prod_pod, agg_type, agg_duration)
         alloc, _custom = self._static_rows(cluster)
-        ok = t.found[rows]
+        ok = t.found[rows] & t.has_usage[rows]
         if self.expiration:
             ok = ok & ~self._expired_rows(t.update[rows])
         used = t.estimated[rows] + self._incoming(state, pod)
