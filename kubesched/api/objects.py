@@ -186,6 +186,8 @@ class Toleration:
             return self.value == taint.value
         if self.operator == "Exists":
             return True
+        # Gt/Lt compare numerically only under the alpha TaintTolerationComparisonOperators gate, which is off by
+        # default: with it off such a toleration tolerates nothing.
         return False
 
 
@@ -207,8 +209,8 @@ def parse_taint(raw: Any, field: str) -> Taint:
 def parse_toleration(raw: Any, field: str) -> Toleration:
     d = _dict(raw, field)
     op = d.get("operator") or ""
-    if op not in ("", "Equal", "Exists"):
-        raise InputError(f"expected Equal or Exists, got {op!r}", field=f"{field}.operator")
+    if op not in ("", "Equal", "Exists", "Gt", "Lt"):
+        raise InputError(f"expected Equal, Exists, Gt or Lt, got {op!r}", field=f"{field}.operator")
     effect = d.get("effect") or ""
     if effect and effect not in TAINT_EFFECTS:
         raise InputError(f"expected one of {', '.join(TAINT_EFFECTS)}, got {effect!r}", field=f"{field}.effect")
