@@ -213,19 +213,23 @@ class DefaultEvictor(EvictorPlugin):
             return
         min_age = parse_duration_seconds(raw, "minPodAge")
         handle = self.handle
+        from kubesched.kubelet.thresholds import format_go_duration
+
+        # Upstream's wording, Duration.String() included ("50m0s seconds").
+        why = f"pod age is not older than MinPodAge: {format_go_duration(round(min_age * 1e9))} seconds"
 
         def check(p: Pod) -> str | None:
             start = p.status.get("startTime")
             if not start:
-                return f"pod age is not older than MinPodAge: {raw}"
+                return why
             from kubesched.api.objects import parse_time
 
             try:
                 t = parse_time(start, "status.startTime")
             except InputError:
-                return f"pod age is not older than MinPodAge: {raw}"
+                return why
             if t is None or (handle.now - t).total_seconds() < min_age:
-                return f"pod age is not older than MinPodAge: {raw}"
+                return why
             return None
 
         self.constraints.append(check)
