@@ -1,0 +1,156 @@
+"""What a run measures: time series (per node and for the cluster), events, and the summary.
+
+Utilisation is actual usage over allocatable. Spread is the standard deviation and the max − min of
+node CPU utilisation across the nodes present. A node is hot while its CPU utilisation is above the
+scenario's hotThreshold; hot-node minutes add up hot nodes × recording interval.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kubesched.sim.loops import Binding, Eviction, LoopFinding, find_loops
+
+
+@dataclass(slots=True)
+class Recorder:
+    interval: float
+    hot_threshold: float
+    times: list[float] = field(default_factory=list)
+    node_cpu: list[np.ndarray] = field(default_factory=list)  # utilisation per sim node id (NaN: absent)
+    node_mem: list[np.ndarray] = field(default_factory=list)
+    node_cpu_req: list[np.ndarray] = field(default_factory=list)  # requested / allocatable
+    pending: list[int] = field(default_factory=list)
+    running: list[int] = field(default_factory=list)
+    allocation: dict[str, list[float]] = field(default_factory=dict)  # resource → requested / allocatable, cluster
+    evictions: list[Eviction] = field(default_factory=list)
+    bindings: list[Binding] = field(default_factory=list)
+    latencies: list[float] = field(default_factory=list)
+    oom_kills: list[dict[str, Any]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    replaces: dict[str, str] = field(default_factory=dict)
+    failed_attempts: int = 0
+    node_names: list[str] = field(default_factory=list)
+    created_pods: int = 0
+
+    def record(self, t: float, cpu_util: np.ndarray, mem_util: np.ndarray, cpu_req: np.ndarray, pending: int,
+               running: int, allocation: dict[str, float]) -> None:
+        self.times.append(t)
+        self.node_cpu.append(cpu_util.astype(np.float32))
+        self.node_mem.append(mem_util.astype(np.float32))
+        self.node_cpu_req.append(cpu_req.astype(np.float32))
+        self.pending.append(pending)
+        self.running.append(running)
+        for k, v in allocation.items():
+            self.allocation.setdefault(k, []).append(v)
+
+    def event(self, t: float, kind: str, **data: Any) -> None:
+        self.events.append({"t": round(t, 3), "event": kind, **data})
+
+    # ------------------------------------------------------------ matrices
+
+    def matrix(self, rows: list[np.ndarray]) -> np.ndarray:
+        n = max((len(r) for r in rows), default=0)
+        out = np.full((len(rows), n), np.nan, dtype=np.float32)
+        for i, r in enumerate(rows):
+            out[i, : len(r)] = r
+        return out
+
+    def series(self) -> dict[str, np.ndarray]:
+        """Per-record cluster series: spread, hot nodes, pending, evictions per interval."""
+        cpu = self.matrix(self.node_cpu)
+        mem = self.matrix(self.node_mem)
+        t = np.array(self.times)
+        out: dict[str, np.ndarray] = {"t": t}
+        with np.errstate(invalid="ignore"):
+            present = ~np.isnan(cpu)
+            counts = present.sum(axis=1)
+            safe = np.where(present, cpu, 0.0)
+            mean = np.where(counts > 0, safe.sum(axis=1) / np.maximum(counts, 1), np.nan)
+            var = np.where(counts > 0, (np.where(present, (cpu - mean[:, None]) ** 2, 0.0)).sum(axis=1)
+                           / np.maximum(counts, 1), np.nan)
+            out["cpu_mean"] = mean
+            out["cpu_std"] = np.sqrt(var)
+            hi = np.where(present, cpu, -np.inf).max(axis=1) if cpu.size else np.zeros(len(t))
+            lo = np.where(present, cpu, np.inf).min(axis=1) if cpu.size else np.zeros(len(t))
+            out["cpu_max"] = np.where(counts > 0, hi, np.nan)
+            out["cpu_range"] = np.where(counts > 0, hi - lo, np.nan)
+            mpresent = ~np.isnan(mem)
+            mcounts = mpresent.sum(axis=1)
+            msafe = np.where(mpresent, mem, 0.0)
+            mmean = np.where(mcounts > 0, msafe.sum(axis=1) / np.maximum(mcounts, 1), np.nan)
+            out["mem_mean"] = mmean
+            mvar = np.where(mcounts > 0, (np.where(mpresent, (mem - mmean[:, None]) ** 2, 0.0)).sum(axis=1)
+                            / np.maximum(mcounts, 1), np.nan)
+            out["mem_std"] = np.sqrt(mvar)
+            out["hot_nodes"] = (np.where(present, cpu, 0.0) > self.hot_threshold).sum(axis=1).astype(np.float64)
+        out["pending"] = np.array(self.pending, dtype=np.float64)
+        out["running"] = np.array(self.running, dtype=np.float64)
+        for comp in sorted({e.component for e in self.evictions}):
+            out[f"evictions_{comp}"] = self._per_interval([e.t for e in self.evictions if e.component == comp], t)
+        out["oom_kills"] = self._per_interval([o["t"] for o in self.oom_kills], t)
+        for k, v in self.allocation.items():
+            out[f"allocated_{k}"] = np.array(v, dtype=np.float64)
+        return out
+
+    @staticmethod
+    def _per_interval(stamps: list[float], t: np.ndarray) -> np.ndarray:
+        if len(t) == 0:
+            return np.zeros(0)
+        idx = np.searchsorted(t, np.array(stamps, dtype=np.float64), side="left")
+        idx = np.clip(idx, 0, len(t) - 1)
+        return np.bincount(idx, minlength=len(t)).astype(np.float64)
+
+    # ------------------------------------------------------------ summary
+
+    def loops(self, window: float) -> list[LoopFinding]:
+        return find_loops(self.evictions, self.bindings, self.replaces, window)
+
+    def summary(self, loops: list[LoopFinding]) -> dict[str, Any]:
+        s = self.series()
+        minutes = self.interval / 60.0
+        by: dict[str, dict[str, int]] = {}
+        for e in self.evictions:
+            comp = by.setdefault(e.component, {})
+            comp[e.reason] = comp.get(e.reason, 0) + 1
+        lat = np.array(self.latencies) if self.latencies else np.zeros(0)
+
+        def stat(a: np.ndarray, fn: Any) -> float | None:
+            a = a[~np.isnan(a)] if a.size else a
+            return None if a.size == 0 else _round(float(fn(a)))
+
+        kubelet = by.get("kubelet", {})
+        return {
+            "cpuUtilisationMean": stat(s["cpu_mean"], np.mean),
+            "cpuSpreadStdMean": stat(s["cpu_std"], np.mean),
+            "cpuSpreadStdFinal": stat(s["cpu_std"][-1:], np.mean) if len(s["cpu_std"]) else None,
+            "cpuRangeMean": stat(s["cpu_range"], np.mean),
+            "cpuMaxPeak": stat(s["cpu_max"], np.max),
+            "memSpreadStdMean": stat(s["mem_std"], np.mean),
+            "hotNodeMinutes": _round(float(np.nansum(s["hot_nodes"]) * minutes)),
+            "pendingMax": int(np.max(s["pending"])) if len(s["pending"]) else 0,
+            "pendingMean": stat(s["pending"], np.mean),
+            "podsCreated": self.created_pods,
+            "podsScheduled": len(self.bindings),
+            "failedSchedulingAttempts": self.failed_attempts,
+            "schedulingLatencyP50": stat(lat, lambda a: np.percentile(a, 50)),
+            "schedulingLatencyP95": stat(lat, lambda a: np.percentile(a, 95)),
+            "schedulingLatencyMax": stat(lat, np.max),
+            "evictions": sum(len([e for e in self.evictions if e.component == c]) for c in by),
+            "evictionsByComponent": {c: dict(sorted(r.items())) for c, r in sorted(by.items())},
+            "kubeletEvictions": sum(kubelet.values()),
+            "oomKills": len(self.oom_kills),
+            "loopWorkloads": len(loops),
+            "loopEpisodes": sum(f.episodes for f in loops),
+            "loopingEvictions": sum(f.looping_evictions for f in loops),
+        }
+
+
+def _round(x: float) -> float:
+    if math.isnan(x) or math.isinf(x):
+        return x
+    return float(f"{x:.6g}")

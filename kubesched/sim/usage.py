@@ -1,0 +1,266 @@
+"""Actual usage: models and traces evaluated for every pod at once, on the virtual clock.
+
+Usage belongs to a *replica identity*, not to a pod object: the k-th replica of a workload keeps its
+load when its pod is evicted and recreated (the replacement takes the evicted pod's identity), and
+every variant of a scenario sees the same load for the same replica. All randomness (noise, spread,
+random walks, spikes) is a hash of (seed, identity, step), so usage never depends on event order and
+identical inputs give identical numbers.
+
+Models (levels are fractions of the request, or absolute quantities):
+- constant: `value`.
+- diurnal: mean + amplitude·cos(2π (t_of_day − peakAt) / period).
+- randomWalk: start, then + N(0, step) each usage step, clamped to [min, max].
+- spikes: base, and `peak` during spikes that start at `ratePerHour` (a Poisson process per replica)
+  and last `duration`.
+Every model takes `noise` (multiplicative N(0, noise) each step) and `spread` (a per-replica factor
+drawn once, uniform in [1 − spread, 1 + spread]).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from kubesched.sim.scenario import ModelSpec
+from kubesched.sim.units import stable_hash64
+
+CONSTANT, DIURNAL, RANDOM_WALK, SPIKES, TRACE = 0, 1, 2, 3, 4
+CODES = {"constant": CONSTANT, "diurnal": DIURNAL, "randomWalk": RANDOM_WALK, "spikes": SPIKES}
+
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def splitmix64(x: np.ndarray) -> np.ndarray:
+    """The SplitMix64 finaliser over uint64 arrays (wrapping arithmetic)."""
+    z = x + _GOLDEN
+    z = (z ^ (z >> np.uint64(30))) * _M1
+    z = (z ^ (z >> np.uint64(27))) * _M2
+    return z ^ (z >> np.uint64(31))
+
+
+def uniform(keys: np.ndarray, salt: int) -> np.ndarray:
+    """A uniform number in (0, 1) per key, the same in every run."""
+    z = splitmix64(keys ^ np.uint64(salt & 0xFFFFFFFFFFFFFFFF))
+    return ((z >> np.uint64(11)).astype(np.float64) + 0.5) * (1.0 / 9007199254740992.0)
+
+
+def gaussian(keys: np.ndarray, salt: int) -> np.ndarray:
+    """A standard normal number per key (Box-Muller over two hashed uniforms)."""
+    u1 = uniform(keys, salt)
+    u2 = uniform(keys, salt ^ 0x5DEECE66D)
+    return np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2)
+
+
+@dataclass(slots=True)
+class TraceGrid:
+    """Series resampled on the usage-step grid: values[series, step] (NaN: no value)."""
+
+    names: list[str]
+    cpu: np.ndarray | None  # millicores
+    memory: np.ndarray | None  # bytes
+
+    def index(self, name: str) -> int | None:
+        try:
+            return self.names.index(name)
+        except ValueError:
+            return None
+
+
+class _Resource:
+    """One resource's model parameters for every identity (growable columns)."""
+
+    def __init__(self, cap: int) -> None:
+        self.code = np.zeros(cap, dtype=np.int8)
+        self.a = np.zeros(cap)  # constant value / diurnal mean / walk start / spike base
+        self.b = np.zeros(cap)  # diurnal amplitude / walk step / spike peak
+        self.c = np.zeros(cap)  # diurnal period / walk min / spike rate per second
+        self.d = np.zeros(cap)  # diurnal peak offset / walk max / spike duration
+        self.noise = np.zeros(cap)
+        self.factor = np.ones(cap)
+        self.state = np.zeros(cap)  # walk position / spike end time
+        self.started = np.zeros(cap, dtype=bool)
+        self.last_step = np.full(cap, -1, dtype=np.int64)
+        self.trace = np.full(cap, -1, dtype=np.int64)  # (grid id << 32) | series
+        self.value = np.zeros(cap)
+
+    def grow(self, cap: int) -> None:
+        for name in ("code", "a", "b", "c", "d", "noise", "factor", "state", "started", "last_step", "trace", "value"):
+            old = getattr(self, name)
+            new = np.full(cap, -1, dtype=old.dtype) if name in ("trace", "last_step") else (
+                np.ones(cap, dtype=old.dtype) if name == "factor" else np.zeros(cap, dtype=old.dtype))
+            new[: len(old)] = old
+            setattr(self, name, new)
+
+
+class UsageTable:
+    """Usage of every replica identity, evaluated step by step."""
+
+    def __init__(self, seed: int, start_epoch: float, step: float) -> None:
+        self.seed = seed
+        self.start_epoch = start_epoch
+        self.step_seconds = step
+        self.n = 0
+        cap = 64
+        self.keys = np.zeros(cap, dtype=np.uint64)
+        self.names: list[str] = []
+        self.index: dict[str, int] = {}
+        self.res = {"cpu": _Resource(cap), "memory": _Resource(cap)}
+        self.grids: list[TraceGrid] = []
+        self.step_index = -1
+
+    # ------------------------------------------------------------ identities
+
+    def identity(self, name: str) -> int:
+        """The row of a replica identity (created on first use)."""
+        i = self.index.get(name)
+        if i is not None:
+            return i
+        if self.n == len(self.keys):
+            cap = len(self.keys) * 2
+            keys = np.zeros(cap, dtype=np.uint64)
+            keys[: self.n] = self.keys
+            self.keys = keys
+            for r in self.res.values():
+                r.grow(cap)
+        i = self.n
+        self.n += 1
+        self.keys[i] = np.uint64(stable_hash64(self.seed, name))
+        self.names.append(name)
+        self.index[name] = i
+        return i
+
+    def add_grid(self, grid: TraceGrid) -> int:
+        self.grids.append(grid)
+        return len(self.grids) - 1
+
+    def assign(self, i: int, resource: str, spec: ModelSpec | None, request: float) -> None:
+        """Give identity i the model for a resource; None means usage equals the request."""
+        r = self.res[resource]
+        r.trace[i] = -1
+        r.started[i] = False
+        if spec is None:
+            r.code[i], r.a[i], r.noise[i], r.factor[i] = CONSTANT, request, 0.0, 1.0
+            return
+        lv = spec.levels
+        code = CODES[spec.model]
+        r.code[i] = code
+        if code == CONSTANT:
+            r.a[i] = lv["value"].resolve(request)
+        elif code == DIURNAL:
+            r.a[i] = lv["mean"].resolve(request)
+            r.b[i] = lv["amplitude"].resolve(request) if "amplitude" in lv else 0.0
+            r.c[i] = spec.period
+            r.d[i] = spec.peak_at
+        elif code == RANDOM_WALK:
+            r.a[i] = lv["start"].resolve(request)
+            r.b[i] = lv["step"].resolve(request)
+            r.c[i] = lv["min"].resolve(request) if "min" in lv else 0.0
+            r.d[i] = lv["max"].resolve(request) if "max" in lv else np.inf
+        else:  # spikes
+            r.a[i] = lv["base"].resolve(request)
+            r.b[i] = lv["peak"].resolve(request)
+            r.c[i] = spec.rate_per_hour / 3600.0
+            r.d[i] = spec.spike_duration
+            r.state[i] = -1.0
+        r.noise[i] = spec.noise
+        salt = 0xA5A5 if resource == "cpu" else 0x5A5A
+        if spec.spread > 0:
+            u = uniform(self.keys[i:i + 1], salt)[0]
+            r.factor[i] = 1.0 - spec.spread + 2.0 * spec.spread * u
+        else:
+            r.factor[i] = 1.0
+
+    def restart(self, i: int, resource: str) -> None:
+        """A process restarted: its random walk starts again from the start value, a spike in progress ends."""
+        r = self.res[resource]
+        if r.code[i] == RANDOM_WALK:
+            r.started[i] = False
+            r.last_step[i] = -1
+        elif r.code[i] == SPIKES:
+            r.state[i] = -1.0
+
+    def assign_trace(self, i: int, resource: str, grid_id: int, series: int) -> None:
+        r = self.res[resource]
+        r.code[i] = TRACE
+        r.trace[i] = (grid_id << 32) | series
+        r.noise[i] = 0.0
+        r.factor[i] = 1.0
+
+    # ------------------------------------------------------------ evaluation
+
+    def evaluate(self, t: float, rows: np.ndarray | None = None) -> None:
+        """Usage of every identity (or of `rows`) at virtual time t (seconds since the start).
+
+        Evaluating a row twice in one usage step gives the same value (random walks move once per step),
+        so identities that appear between steps can be evaluated on their own.
+        """
+        k = int(t // self.step_seconds) if self.step_seconds > 0 else 0
+        if rows is None:
+            self.step_index = k
+            rows = np.arange(self.n)
+        if len(rows) == 0:
+            return
+        keys = self.keys[rows]
+        step_key = keys ^ np.uint64((k * 0x632BE59BD9B4E019) & 0xFFFFFFFFFFFFFFFF)
+        for name, r in self.res.items():
+            salt = 0x1000 if name == "cpu" else 0x2000
+            code = r.code[rows]
+            out = np.zeros(len(rows))
+            m = code == CONSTANT
+            out[m] = r.a[rows[m]]
+            m = code == DIURNAL
+            if m.any():
+                ix = rows[m]
+                tod = self.start_epoch + t
+                out[m] = r.a[ix] + r.b[ix] * np.cos(2.0 * np.pi * np.mod(tod - r.d[ix], r.c[ix]) / r.c[ix])
+            m = code == RANDOM_WALK
+            if m.any():
+                ix = rows[m]
+                fresh = ~r.started[ix]
+                r.state[ix[fresh]] = r.a[ix[fresh]]
+                r.started[ix[fresh]] = True
+                moving = (~fresh) & (r.last_step[ix] < k)
+                if moving.any():
+                    mv = ix[moving]
+                    g = gaussian(step_key[m][moving], salt + 1)
+                    r.state[mv] = np.clip(r.state[mv] + r.b[mv] * g, r.c[mv], r.d[mv])
+                r.last_step[ix] = k
+                out[m] = r.state[ix]
+            m = code == SPIKES
+            if m.any():
+                ix = rows[m]
+                active = r.state[ix] > t
+                p = 1.0 - np.exp(-r.c[ix] * self.step_seconds)
+                starts = (~active) & (r.last_step[ix] < k) & (uniform(step_key[m], salt + 2) < p)
+                r.state[ix[starts]] = t + r.d[ix[starts]]
+                r.last_step[ix] = k
+                out[m] = np.where(r.state[ix] > t, r.b[ix], r.a[ix])
+            m = code == TRACE
+            if m.any():
+                ix = rows[m]
+                tr = r.trace[ix]
+                grid_of = tr >> 32
+                vals = np.zeros(len(ix))
+                for gid in np.unique(grid_of):
+                    sel = grid_of == gid
+                    grid = self.grids[int(gid)]
+                    values = grid.cpu if name == "cpu" else grid.memory
+                    if values is None or values.shape[1] == 0:
+                        continue
+                    col = min(k, values.shape[1] - 1)
+                    vals[sel] = np.nan_to_num(values[tr[sel] & 0xFFFFFFFF, col], nan=0.0)
+                out[m] = vals
+            noise = r.noise[rows]
+            noisy = noise > 0
+            if noisy.any():
+                g = gaussian(step_key[noisy], salt + 3)
+                out[noisy] *= 1.0 + noise[noisy] * g
+            out *= r.factor[rows]
+            np.maximum(out, 0.0, out=out)
+            r.value[rows] = out
+
+    def values(self, resource: str) -> np.ndarray:
+        return self.res[resource].value[: self.n]

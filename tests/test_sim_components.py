@@ -1,0 +1,316 @@
+"""The simulator's parts on tiny scenarios: defaulting, controllers, usage, metrics, kubelets, events, traces."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+
+from kubesched.api.objects import parse_priority_class
+from kubesched.errors import InputError
+from kubesched.sim.defaulting import admit_pod, default_workload
+from kubesched.sim.engine import Engine
+from kubesched.sim.loops import Binding, Eviction, find_loops
+from kubesched.sim.metrics import MetricsPipeline, Sample, smooth
+from kubesched.sim.scenario import MetricsView, ModelSpec, parse_level, parse_scenario
+from kubesched.sim.usage import UsageTable
+
+NODE = {"metadata": {"labels": {"topology.kubernetes.io/zone": "a"}},
+        "status": {"capacity": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+                   "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}
+
+
+def deploy(name: str, replicas: int, cpu: str = "500m", memory: str = "512Mi", **spec: Any) -> dict[str, Any]:
+    c: dict[str, Any] = {"name": "c", "image": f"{name}:1", "resources": {"requests": {"cpu": cpu, "memory": memory}}}
+    if "limits" in spec:
+        c["resources"]["limits"] = spec.pop("limits")
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [c], **spec}}}}
+
+
+def scenario(tmp: Path, workloads: list[dict[str, Any]], nodes: int = 2, **spec: Any) -> Any:
+    doc = {"apiVersion": "kubesched.io/v1alpha1", "kind": "Scenario", "metadata": {"name": "t"},
+           "spec": {"duration": "30m", "seed": 1,
+                    "cluster": {"nodeTemplates": [{"name": "n", "count": nodes, "node": copy.deepcopy(NODE)}]},
+                    "workloads": workloads, **spec}}
+    p = tmp / "s.yaml"
+    p.write_text(yaml.safe_dump(doc))
+    return parse_scenario(doc, str(p))
+
+
+def run(tmp: Path, workloads: list[dict[str, Any]], **kw: Any) -> Engine:
+    e = Engine(scenario(tmp, workloads, **kw))
+    e.result = e.run()  # type: ignore[attr-defined]
+    return e
+
+
+# ---------------------------------------------------------------- API defaulting and admission
+
+
+def test_pod_defaults_and_admission() -> None:
+    pc = parse_priority_class({"kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000,
+                               "preemptionPolicy": "Never"})
+    raw = {"metadata": {"name": "p", "labels": {"app": "a", "pod-template-hash": "h1"}},
+           "spec": {"priorityClassName": "high", "containers": [
+               {"name": "c", "image": "nginx", "resources": {"limits": {"cpu": "1", "memory": "1Gi"}},
+                "ports": [{"containerPort": 80}]}],
+               "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+                                              "labelSelector": {"matchLabels": {"app": "a"}},
+                                              "matchLabelKeys": ["pod-template-hash"]}],
+               "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                   {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "a"}},
+                    "matchLabelKeys": ["pod-template-hash", "absent"], "mismatchLabelKeys": ["app"]}]}},
+               "tolerations": [{"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute"}]}}
+    admit_pod(raw, {"high": pc})
+    spec = raw["spec"]
+    c = spec["containers"][0]
+    assert c["resources"]["requests"] == {"cpu": "1", "memory": "1Gi"}  # requests default to limits
+    assert c["imagePullPolicy"] == "Always" and c["terminationMessagePath"] == "/dev/termination-log"
+    assert c["ports"][0]["protocol"] == "TCP"
+    assert spec["terminationGracePeriodSeconds"] == 30 and spec["restartPolicy"] == "Always"
+    assert spec["schedulerName"] == "default-scheduler" and spec["dnsPolicy"] == "ClusterFirst"
+    assert spec["priority"] == 1000 and spec["preemptionPolicy"] == "Never"
+    tols = {(t["key"], t.get("tolerationSeconds")) for t in spec["tolerations"]}
+    assert ("node.kubernetes.io/not-ready", 300) in tols and ("node.kubernetes.io/unreachable", None) in tols
+    assert len(spec["tolerations"]) == 2
+    exprs = spec["topologySpreadConstraints"][0]["labelSelector"]["matchExpressions"]
+    assert exprs == [{"key": "pod-template-hash", "operator": "In", "values": ["h1"]}]
+    term = spec["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
+    assert term["labelSelector"]["matchExpressions"] == [
+        {"key": "pod-template-hash", "operator": "In", "values": ["h1"]},
+        {"key": "app", "operator": "NotIn", "values": ["a"]}]
+
+
+def test_global_default_priority_and_host_network_ports() -> None:
+    pc = parse_priority_class({"kind": "PriorityClass", "metadata": {"name": "base"}, "value": 7, "globalDefault": True})
+    raw = {"metadata": {"name": "p"}, "spec": {"hostNetwork": True, "containers": [
+        {"name": "c", "image": "x:1.2", "ports": [{"containerPort": 9100}]}]}}
+    admit_pod(raw, {"base": pc})
+    assert raw["spec"]["priorityClassName"] == "base" and raw["spec"]["priority"] == 7
+    assert raw["spec"]["containers"][0]["ports"][0]["hostPort"] == 9100
+    assert raw["spec"]["containers"][0]["imagePullPolicy"] == "IfNotPresent"
+    with pytest.raises(InputError, match="no PriorityClass with name 'gold'"):
+        admit_pod({"metadata": {"name": "q"}, "spec": {"priorityClassName": "gold", "containers": []}}, {})
+
+
+def test_workload_defaults() -> None:
+    d = default_workload(deploy("a", 3), "w")
+    assert d["spec"]["strategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%",
+                                                                                 "maxSurge": "25%"}}
+    job = default_workload({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+                            "spec": {"template": {"spec": {"restartPolicy": "Never",
+                                                           "containers": [{"name": "c", "image": "j"}]}}}}, "w")
+    assert (job["spec"]["completions"], job["spec"]["parallelism"], job["spec"]["backoffLimit"]) == (1, 1, 6)
+    with pytest.raises(InputError, match="selector"):
+        default_workload({**deploy("a", 1), "spec": {**deploy("a", 1)["spec"], "selector": None}}, "w")
+
+
+# ---------------------------------------------------------------- controllers
+
+
+def test_replicaset_replaces_evicted_pods_with_the_same_usage_identity(tmp_path: Path) -> None:
+    e = Engine(scenario(tmp_path, [{"object": deploy("web", 3), "usage": {"cpu": {"model": "randomWalk", "start": 0.5,
+                                                                                  "step": 0.1}}}]))
+    e.run()
+    pods = sorted(e.pods.values(), key=lambda p: p.key)
+    assert len(pods) == 3 and all(p.phase == "Running" for p in pods)
+    assert all(p.pod.labels["pod-template-hash"] == pods[0].pod.labels["pod-template-hash"] for p in pods)
+    rs = pods[0].pod.controller_ref()
+    assert rs is not None and rs.kind == "ReplicaSet" and rs.name.startswith("web-")
+    victim = pods[0]
+    identity = victim.identity
+    e.evict(victim, "test", "Testing", grace=30)
+    assert victim.terminating and victim.pod.meta.deletion_timestamp is not None
+    new = [p for p in e.pods.values() if p.replaces == victim.key]
+    assert len(new) == 1 and new[0].identity == identity and new[0].usage_row == victim.usage_row
+    assert len([p for p in e.pods.values() if not p.terminating]) == 3
+
+
+def test_statefulset_daemonset_job_and_bare_pod(tmp_path: Path) -> None:
+    sts = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"},
+           "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "db"}},
+                    "template": {"metadata": {"labels": {"app": "db"}},
+                                 "spec": {"containers": [{"name": "db", "image": "db:1"}]}}}}
+    ds = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent"},
+          "spec": {"selector": {"matchLabels": {"app": "agent"}},
+                   "template": {"metadata": {"labels": {"app": "agent"}},
+                                "spec": {"containers": [{"name": "a", "image": "agent:1"}]}}}}
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "batch"},
+           "spec": {"completions": 4, "parallelism": 2,
+                    "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "b", "image": "b:1"}]}}}}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "lonely"},
+           "spec": {"containers": [{"name": "c", "image": "c:1"}]}}
+    e = run(tmp_path, [{"object": sts}, {"object": ds}, {"object": job, "jobDuration": "5m"}, {"object": pod}],
+            events=[{"at": "10m", "addNodes": {"template": "n"}}, {"at": "12m", "removeNodes": {"nodes": ["n-0"]}}])
+    names = sorted(p.pod.name for p in e.pods.values() if p.workload.startswith("StatefulSet"))
+    assert names == ["db-0", "db-1", "db-2"]
+    agents = {p.node for p in e.pods.values() if p.workload.startswith("DaemonSet") and not p.gone}
+    assert agents == {"n-1", "n-2"}  # one per node, following node additions and removals
+    job_events = [ev for ev in e.rec.events if ev["event"] == "jobComplete"]
+    assert job_events and job_events[0]["t"] >= 600  # 4 completions, 2 at a time, 5 minutes each
+    succeeded = [p for p in e.pods.values() if p.phase == "Succeeded"]
+    assert len(succeeded) == 4
+    assert "default/lonely" in e.pods or any(ev.get("pod") == "default/lonely" for ev in e.rec.events)
+
+
+def test_scale_cordon_drain(tmp_path: Path) -> None:
+    e = run(tmp_path, [{"object": deploy("web", 4)}], nodes=3,
+            events=[{"at": "5m", "scale": {"workload": "Deployment/default/web", "replicas": 6}},
+                    {"at": "10m", "drain": {"nodes": ["n-0"]}}, {"at": "20m", "uncordon": {"nodes": ["n-0"]}}])
+    live = [p for p in e.pods.values() if not p.gone and p.phase == "Running"]
+    assert len(live) == 6
+    drained = [ev for ev in e.rec.evictions if ev.component == "drain"]
+    assert drained and all(ev.node == "n-0" for ev in drained)
+    assert not any(p.node == "n-0" and p.bound_at is not None and 600 <= p.bound_at < 1200 for p in e.pods.values())
+    assert not e.cluster.nodes["n-0"].unschedulable
+
+
+# ---------------------------------------------------------------- usage
+
+
+def test_usage_models_are_deterministic_and_bounded() -> None:
+    def table(seed: int) -> UsageTable:
+        u = UsageTable(seed, 0.0, 60.0)
+        walk = ModelSpec("randomWalk", {"start": parse_level(0.5, "f", "cpu", None),
+                                        "step": parse_level(0.2, "f", "cpu", None),
+                                        "min": parse_level(0.1, "f", "cpu", None),
+                                        "max": parse_level(1.0, "f", "cpu", None)})
+        spikes = ModelSpec("spikes", {"base": parse_level("100m", "f", "cpu", None),
+                                      "peak": parse_level("900m", "f", "cpu", None)}, rate_per_hour=6,
+                           spike_duration=300)
+        diurnal = ModelSpec("diurnal", {"mean": parse_level(1.0, "f", "cpu", None),
+                                        "amplitude": parse_level(0.5, "f", "cpu", None)}, peak_at=14 * 3600)
+        for i, m in enumerate((walk, spikes, diurnal)):
+            u.assign(u.identity(f"w#{i}"), "cpu", m, 1000.0)
+        return u
+
+    def series(u: UsageTable) -> np.ndarray:
+        out = []
+        for k in range(24 * 60):
+            u.evaluate(k * 60.0)
+            out.append(u.values("cpu").copy())
+        return np.array(out)
+
+    a, b, c = series(table(1)), series(table(1)), series(table(2))
+    assert np.array_equal(a, b) and not np.array_equal(a, c)
+    assert a[:, 0].min() >= 100 - 1e-9 and a[:, 0].max() <= 1000 + 1e-9 and a[:, 0].std() > 10
+    assert set(np.round(a[:, 1])) == {100.0, 900.0}
+    assert abs(a[14 * 60, 2] - 1500) < 1e-6 and abs(a[2 * 60, 2] - 500) < 1e-6  # peak at 14:00, trough at 02:00
+
+
+def test_usage_follows_request_ratio_and_limits(tmp_path: Path) -> None:
+    e = run(tmp_path, [{"object": deploy("a", 2, cpu="1", limits={"cpu": "1500m"}), "usage": {"cpu": 2.0}},
+                       {"object": deploy("b", 2, cpu="500m"), "usage": {"cpu": "250m", "memory": "100Mi"}}], nodes=1)
+    cpu = e.rec.matrix(e.rec.node_cpu)[-1, 0] * 4000
+    assert abs(cpu - (2 * 1500 + 2 * 250)) < 1e-6  # a is throttled at its 1.5-core limit
+
+
+# ---------------------------------------------------------------- metrics pipeline
+
+
+def test_metrics_window_and_delay() -> None:
+    p = MetricsPipeline(15.0, 600.0)
+    for i in range(40):
+        v = np.array([float(i * 15)])
+        p.add(Sample(i * 15.0, v, v, np.zeros(1), np.zeros(1), np.zeros(1)))
+    view = p.node_view(MetricsView(window=60.0, delay=30.0), 300.0)
+    assert view is not None
+    # samples at 210, 225, 240, 255, 270 fall in (210, 270]: 225..270
+    assert view.cpu[0] == pytest.approx((225 + 240 + 255 + 270) / 4) and view.stamp == 270.0
+    late = p.node_view(MetricsView(window=0.0, delay=30.0), 300.0)
+    assert late is not None and late.cpu[0] == 270.0
+    assert np.array_equal(smooth(np.array([100.0, 0.0]), np.array([200.0, 5.0]), np.array([True, False])),
+                          np.array([110.0, 5.0]))
+
+
+# ---------------------------------------------------------------- kubelets and OOM
+
+
+def test_kubelet_pressure_eviction_and_oom(tmp_path: Path) -> None:
+    kubelet = {"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration",
+               "evictionHard": {"memory.available": "1Gi"}, "evictionPressureTransitionPeriod": "1m"}
+    be = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "be"},
+          "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "be"}},
+                   "template": {"metadata": {"labels": {"app": "be"}},
+                                "spec": {"containers": [{"name": "c", "image": "be:1"}]}}}}
+    e = run(tmp_path, [{"object": be, "usage": {"memory": "3584Mi"}},
+                       {"object": deploy("leak", 1, memory="256Mi", limits={"memory": "512Mi"}),
+                        "usage": {"memory": "600Mi"}}],
+            nodes=1, kubelet={"config": kubelet})
+    kubelet_ev = [ev for ev in e.rec.evictions if ev.component == "kubelet"]
+    assert kubelet_ev and all(ev.reason == "memory.available" and ev.workload == "Deployment/default/be"
+                              for ev in kubelet_ev)
+    failed = [p for p in e.pods.values() if p.phase == "Failed"]
+    assert failed and failed[0].pod.raw["status"]["reason"] == "Evicted"
+    assert any(ev["event"] == "nodeConditions" and "MemoryPressure" in ev["conditions"] for ev in e.rec.events)
+    ooms = [o for o in e.rec.oom_kills if o["workload"] == "Deployment/default/leak"]
+    assert len(ooms) >= 3 and ooms[0]["scope"] == "container"
+    leak = next(p for p in e.pods.values() if p.workload == "Deployment/default/leak")
+    assert leak.restarts == len(ooms) and leak.phase == "Running"
+
+
+# ---------------------------------------------------------------- traces and node tables
+
+
+def test_pod_trace_and_node_table(tmp_path: Path) -> None:
+    (tmp_path / "nodes.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\nA,8000,16384,2,T4\nB,8000,16384,0,\n")
+    (tmp_path / "pods.csv").write_text(
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,arrive,leave\n"
+        "p1,1000,1024,1,500,,0,600\np2,1000,1024,1,1000,T4,60,\np3,1000,1024,2,1000,,120,900\n"
+        "p4,1000,1024,0,0,,300,\n")
+    (tmp_path / "usage.csv").write_text("pod,time,cpu,memory\np4,0,250,100\np4,600,750,100\n")
+    doc = {"apiVersion": "kubesched.io/v1alpha1", "kind": "Scenario", "metadata": {"name": "t"},
+           "spec": {"duration": "30m",
+                    "cluster": {"nodeTable": {"file": "nodes.csv", "name": "sn",
+                                              "capacity": {"cpu": {"column": "cpu_milli", "unit": "m"},
+                                                           "memory": {"column": "memory_mib", "unit": "Mi"},
+                                                           "example.com/gpu": {"column": "gpu"},
+                                                           "example.com/gpu-milli": {"column": "gpu", "scale": 1000}},
+                                              "labels": {"gpu-model": "model"}}},
+                    "workloads": [{"podTrace": {"file": "pods.csv", "columns": {"arrival": "arrive", "departure": "leave"},
+                                                "requests": {"cpu": {"column": "cpu_milli", "unit": "m"},
+                                                             "example.com/gpu": {"column": "num_gpu"},
+                                                             "example.com/gpu-milli": {"product": ["num_gpu",
+                                                                                                   "gpu_milli"]}},
+                                                "nodeAffinity": {"column": "gpu_spec", "label": "gpu-model"}}}],
+                    "usageTraces": [{"file": "usage.csv", "cpuUnit": "m"}]}}
+    p = tmp_path / "s.yaml"
+    p.write_text(yaml.safe_dump(doc))
+    e = Engine(parse_scenario(doc, str(p)))
+    assert e.cluster.nodes["A"].labels["gpu-model"] == "T4" and "example.com/gpu" not in e.cluster.nodes["B"].allocatable
+    e.run()
+    binds = {b.pod: b.node for b in e.rec.bindings}
+    assert binds["default/p2"] == "A" and binds["default/p4"] in ("A", "B")
+    assert "default/p3" not in binds  # two GPUs requested, no node has two free
+    assert "default/p1" not in e.pods and "default/p2" in e.pods  # p1 left at 600s, p2 never leaves
+    alloc = e.rec.allocation["example.com/gpu-milli"]
+    assert max(alloc) == pytest.approx(1500 / 2000)
+    series = e.rec.series()
+    assert series["allocated_example.com/gpu-milli_arrived"][-1] == pytest.approx(3500 / 2000)
+    # p4 follows its usage trace: 250m until 10 minutes, then 750m.
+    p4 = e.pods["default/p4"]
+    row = p4.usage_row
+    assert e.usage.values("cpu")[row] == pytest.approx(750)
+
+
+# ---------------------------------------------------------------- loops
+
+
+def test_find_loops_chains_and_placed_back() -> None:
+    ev = [Eviction(0, "ns/a1", "D/a", "n1", "descheduler", "LNU"), Eviction(300, "ns/a2", "D/a", "n2", "descheduler", "LNU"),
+          Eviction(5000, "ns/b1", "D/b", "n1", "descheduler", "LNU")]
+    binds = [Binding(0, "ns/a2", "D/a", "n2", 0), Binding(301, "ns/a3", "D/a", "n1", 300),
+             Binding(5000, "ns/b2", "D/b", "n3", 5000)]
+    loops = find_loops(ev, binds, {"ns/a2": "ns/a1", "ns/a3": "ns/a2", "ns/b2": "ns/b1"}, 1800)
+    assert [f.workload for f in loops] == ["D/a"]
+    f = loops[0]
+    # a1 was evicted again (as a2) and a pod of the workload came back to n1 (a3); a2 itself did not loop.
+    assert f.episodes == 1 and f.evicted_again == 1 and f.placed_back == 1 and f.looping_evictions == 1
+    assert [(x["event"], x["pod"]) for x in f.chain] == [("evicted", "ns/a1"), ("replacement bound", "ns/a2"),
+                                                          ("evicted", "ns/a2"), ("placed back", "ns/a3")]
+    assert find_loops(ev, binds, {"ns/a2": "ns/a1", "ns/a3": "ns/a2"}, 100) == []
