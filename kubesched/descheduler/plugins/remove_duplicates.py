@@ -1,0 +1,236 @@
+"""RemoveDuplicates (Balance): spread pods of one owner (and one set of images) evenly over feasible nodes.
+
+A pod is a duplicate when another pod on the same node has the same namespace, owner kinds/names and
+container images. For every owner with duplicates, the feasible nodes are those matching the pods'
+taint tolerations and node selection (only sets of more than one node count); each node keeps at most
+ceil(occurrences / feasible nodes) of the owner's pods and the rest are evicted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from kubesched.api.objects import Node, Pod
+from kubesched.descheduler.framework import BalancePlugin, Handle, Status
+from kubesched.descheduler.nodeutil import pod_match_node_selector, tolerations_tolerate_taints_with_filter
+from kubesched.descheduler.plugins._common import (
+    NODE_LIMIT,
+    TOTAL_LIMIT,
+    IncludeExclude,
+    StrategyArgs,
+    all_of,
+    args_dict,
+    by_name,
+    check_known_fields,
+    evict,
+    get_namespaces,
+    get_str_list,
+    no_schedule_or_execute,
+)
+
+PLUGIN_NAME = "RemoveDuplicates"
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveDuplicatesArgs:
+    namespaces: IncludeExclude | None = None
+    exclude_owner_kinds: tuple[str, ...] = ()
+
+
+# (namespace, owner kind, owner name, images joined by "#")
+OwnerKey = tuple[str, str, str, str]
+
+
+class RemoveDuplicates(BalancePlugin, StrategyArgs):
+    name: ClassVar[str] = PLUGIN_NAME
+
+    def __init__(self, args: dict[str, Any] | None, handle: Handle) -> None:
+        super().__init__(args, handle)
+        self.params = self.validate(args)
+        ev = handle.evictor
+        # The namespaces and owners are checked first (cheaply); then both evictor filters, as upstream lists.
+        self.evictable = all_of(ev.filter, ev.pre_eviction_filter)
+
+    @classmethod
+    def default_args(cls) -> dict[str, Any]:
+        return {}
+
+    @classmethod
+    def validate(cls, args: Any) -> RemoveDuplicatesArgs:
+        a = args_dict(PLUGIN_NAME, args)
+        check_known_fields(PLUGIN_NAME, a, ("namespaces", "excludeOwnerKinds"))
+        return RemoveDuplicatesArgs(
+            namespaces=get_namespaces(PLUGIN_NAME, a),
+            exclude_owner_kinds=tuple(get_str_list(PLUGIN_NAME, a, "excludeOwnerKinds") or ()),
+        )
+
+    def balance(self, nodes: list[Node]) -> Status:
+        excluded_kinds = frozenset(self.params.exclude_owner_kinds)
+        ns = self.params.namespaces
+        include = frozenset(ns.include) if ns else frozenset()
+        exclude = frozenset(ns.exclude) if ns else frozenset()
+        cluster = self.handle.cluster
+
+        # Pass 1, before the evictor's filters (which only remove pods): where a signature occurs twice on a
+        # node, and the owners of such pods. No other node can hold a duplicate, and no other owner can have
+        # one, so pass 2 filters and compares only those; pass 3 completes the owners' counts elsewhere.
+        possible: set[OwnerKey] = set()
+        owned_by_node: list[tuple[Node, list[Pod], bool]] = []
+        for node in nodes:
+            seen_here: set[Any] = set()
+            owned: list[Pod] = []
+            collided = False
+            for pod in cluster.pods_on(node.name):
+                owners = pod.meta.owner_references
+                if not owners or (excluded_kinds and any(o.kind in excluded_kinds for o in owners)):
+                    continue
+                if (include and pod.namespace not in include) or (exclude and pod.namespace in exclude):
+                    continue
+                owned.append(pod)
+                owner_keys, signature = _signature(pod)
+                if signature is None:
+                    continue
+                if signature in seen_here:
+                    possible.update(owner_keys)
+                    collided = True
+                else:
+                    seen_here.add(signature)
+            if owned:
+                owned_by_node.append((node, owned, collided))
+        if not possible:
+            return Status()
+
+        duplicate_pods: dict[OwnerKey, dict[str, list[Pod]]] = {}
+        occurrences: dict[OwnerKey, int] = {}
+        for node, owned, collided in owned_by_node:
+            if not collided:
+                continue
+            pods = [p for p in owned if not possible.isdisjoint(_signature(p)[0]) and self.evictable(p)]
+            seen: set[Any] = set()
+            for pod in by_name(pods):
+                owner_keys, signature = _signature(pod)
+                for owner_key in owner_keys:
+                    occurrences[owner_key] = occurrences.get(owner_key, 0) + 1
+                if signature is None:
+                    continue  # a pod without containers: upstream would index an empty list
+                if signature not in seen:
+                    seen.add(signature)
+                    continue
+                for owner_key in owner_keys:
+                    duplicate_pods.setdefault(owner_key, {}).setdefault(node.name, []).append(pod)
+        with_duplicates = set(duplicate_pods)
+        for _node, owned, collided in owned_by_node:
+            if collided:
+                continue
+            for pod in owned:
+                owner_keys = _signature(pod)[0]
+                if with_duplicates.isdisjoint(owner_keys) or not self.evictable(pod):
+                    continue
+                for owner_key in owner_keys:
+                    occurrences[owner_key] = occurrences.get(owner_key, 0) + 1
+
+        targets = _TargetNodes(nodes)
+        for owner_key, pod_nodes in duplicate_pods.items():
+            feasible = targets.count(pod_nodes)
+            if feasible < 2:
+                continue
+            n = occurrences[owner_key]
+            upper_avg = -(-n // feasible)  # math.Ceil(n / feasible)
+            for pods in pod_nodes.values():
+                if len(pods) + 1 <= upper_avg:
+                    continue
+                for pod in pods[upper_avg - 1:]:
+                    outcome = evict(self.handle, pod, PLUGIN_NAME)
+                    if outcome == NODE_LIMIT:
+                        break
+                    if outcome == TOTAL_LIMIT:
+                        return Status()
+        return Status()
+
+
+def _signature(pod: Pod) -> tuple[tuple[OwnerKey, ...], Any]:
+    """The pod's owner keys (namespace, owner kind, owner name, sorted images joined by "#") and its
+    duplicate signature: the sorted namespace/kind/name/image combinations (None without containers).
+    Memoised on the pod. A pod with one owner and one container (the usual case) has the single combination
+    itself as signature; any other pod a tuple of combinations, so the two forms never compare equal."""
+    cached = pod.cache.get("desched_duplicate_signature")
+    if cached is not None:
+        return cached  # type: ignore[no-any-return]
+    owners = pod.meta.owner_references
+    ns = pod.meta.namespace
+    containers = pod.containers
+    if len(owners) == 1 and len(containers) == 1:
+        o = owners[0]
+        key = (ns, o.kind, o.name, containers[0].image)
+        cached = ((key,), key)
+    else:
+        images = sorted(c.image for c in containers)
+        images_hash = "#".join(images)
+        owner_keys = tuple((ns, o.kind, o.name, images_hash) for o in owners)
+        combos = sorted((ns, o.kind, o.name, image) for o in owners for image in images)
+        cached = (owner_keys, tuple(combos) if combos else None)
+    pod.cache["desched_duplicate_signature"] = cached
+    return cached
+
+
+class _TargetNodes:
+    """getTargetNodes, counted only: the union over distinct pod shapes of the nodes each shape may land on
+    (taints with NoSchedule/NoExecute tolerated and node selection matched), counting only shapes with more
+    than one such node. Node sets are memoised per shape and held as boolean masks over `nodes`."""
+
+    def __init__(self, nodes: list[Node]) -> None:
+        self.nodes = nodes
+        self.by_shape: dict[Any, np.ndarray | None] = {}
+        self.union_cache: dict[frozenset[Any], int] = {}
+        # Nodes grouped by their taints: tolerations are checked once per group.
+        self.taint_groups: dict[tuple[Any, ...], list[int]] = {}
+        for i, node in enumerate(nodes):
+            self.taint_groups.setdefault(node.taints, []).append(i)
+
+    @staticmethod
+    def shape(pod: Pod) -> Any:
+        # What utils.TolerationsEqual / NodeSelectorsEqual / the nodeSelector comparison look at.
+        tolerations = frozenset((t.key, t.operator, t.value, t.effect) for t in pod.tolerations)
+        return (tolerations, pod.affinity.node_required, tuple(sorted(pod.node_selector.items())),
+                bool(pod.node_selector) or pod.affinity.node_required is not None)
+
+    def mask(self, pod: Pod) -> np.ndarray | None:
+        key = self.shape(pod)
+        if key in self.by_shape:
+            return self.by_shape[key]
+        m = np.zeros(len(self.nodes), dtype=bool)
+        selects = key[3]
+        for taints, rows in self.taint_groups.items():
+            if not tolerations_tolerate_taints_with_filter(pod.tolerations, taints, no_schedule_or_execute):
+                continue
+            if not selects:
+                m[rows] = True
+                continue
+            for i in rows:
+                if pod_match_node_selector(pod, self.nodes[i]):
+                    m[i] = True
+        result = m if int(m.sum()) > 1 else None
+        self.by_shape[key] = result
+        return result
+
+    def count(self, pod_nodes: dict[str, list[Pod]]) -> int:
+        shapes: dict[Any, Pod] = {}
+        for pods in pod_nodes.values():
+            for pod in pods:
+                shapes.setdefault(self.shape(pod), pod)
+        key = frozenset(shapes)
+        cached = self.union_cache.get(key)
+        if cached is not None:
+            return cached
+        union: np.ndarray | None = None
+        for pod in shapes.values():
+            m = self.mask(pod)
+            if m is None:
+                continue
+            union = m.copy() if union is None else (union | m)
+        total = 0 if union is None else int(union.sum())
+        self.union_cache[key] = total
+        return total

@@ -1,0 +1,111 @@
+"""RemovePodsViolatingNodeTaints (Deschedule): evict pods that do not tolerate their node's NoSchedule taints.
+
+Only NoSchedule taints count (PreferNoSchedule too with `includePreferNoSchedule`); `excludedTaints`
+ignores taints and `includedTaints` considers only the listed ones, each entry a key or `key=value`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from kubesched.api.objects import Node, Taint
+from kubesched.api.selectors import LabelSelector
+from kubesched.descheduler.framework import DeschedulePlugin, Handle, Status
+from kubesched.descheduler.nodeutil import tolerations_tolerate_taints_with_filter
+from kubesched.descheduler.plugins._common import (
+    NODE_LIMIT,
+    TOTAL_LIMIT,
+    IncludeExclude,
+    StrategyArgs,
+    all_of,
+    args_dict,
+    check_known_fields,
+    evict,
+    get_bool,
+    get_label_selector,
+    get_namespaces,
+    get_str_list,
+    list_pods_on_node,
+    namespace_label_filter,
+)
+from kubesched.errors import InputError
+
+PLUGIN_NAME = "RemovePodsViolatingNodeTaints"
+
+
+@dataclass(frozen=True, slots=True)
+class RemovePodsViolatingNodeTaintsArgs:
+    namespaces: IncludeExclude | None = None
+    label_selector: LabelSelector | None = None
+    include_prefer_no_schedule: bool = False
+    excluded_taints: tuple[str, ...] | None = None
+    # None (unset) considers every taint; an empty list set explicitly considers none.
+    included_taints: tuple[str, ...] | None = None
+
+
+class RemovePodsViolatingNodeTaints(DeschedulePlugin, StrategyArgs):
+    name: ClassVar[str] = PLUGIN_NAME
+
+    def __init__(self, args: dict[str, Any] | None, handle: Handle) -> None:
+        super().__init__(args, handle)
+        self.params = self.validate(args)
+        ev = handle.evictor
+        self.pod_filter = all_of(namespace_label_filter(self.params.namespaces, self.params.label_selector),
+                                 ev.filter, ev.pre_eviction_filter)
+        self.taint_filter = taint_filter(self.params)
+
+    @classmethod
+    def default_args(cls) -> dict[str, Any]:
+        return {}
+
+    @classmethod
+    def validate(cls, args: Any) -> RemovePodsViolatingNodeTaintsArgs:
+        a = args_dict(PLUGIN_NAME, args)
+        check_known_fields(PLUGIN_NAME, a, ("namespaces", "labelSelector", "includePreferNoSchedule",
+                                            "excludedTaints", "includedTaints"))
+        namespaces = get_namespaces(PLUGIN_NAME, a)
+        selector = get_label_selector(PLUGIN_NAME, a)
+        excluded = get_str_list(PLUGIN_NAME, a, "excludedTaints")
+        included = get_str_list(PLUGIN_NAME, a, "includedTaints")
+        if excluded and included:
+            raise InputError(f"{PLUGIN_NAME} args: either includedTaints or excludedTaints can be set, but not both",
+                             field="includedTaints")
+        return RemovePodsViolatingNodeTaintsArgs(
+            namespaces=namespaces,
+            label_selector=selector,
+            include_prefer_no_schedule=get_bool(PLUGIN_NAME, a, "includePreferNoSchedule"),
+            excluded_taints=None if excluded is None else tuple(excluded),
+            included_taints=None if included is None else tuple(included),
+        )
+
+    def deschedule(self, nodes: list[Node]) -> Status:
+        for node in nodes:
+            for pod in list_pods_on_node(self.handle, node.name, self.pod_filter):
+                if tolerations_tolerate_taints_with_filter(pod.tolerations, node.taints, self.taint_filter):
+                    continue
+                outcome = evict(self.handle, pod, PLUGIN_NAME)
+                if outcome == NODE_LIMIT:
+                    break
+                if outcome == TOTAL_LIMIT:
+                    return Status()
+        return Status()
+
+
+def _named_in(names: frozenset[str], taint: Taint) -> bool:
+    return taint.key in names or (taint.value != "" and f"{taint.key}={taint.value}" in names)
+
+
+def taint_filter(params: RemovePodsViolatingNodeTaintsArgs) -> Callable[[Taint], bool]:
+    """The taints a pod must tolerate to stay."""
+    effects = ("NoSchedule", "PreferNoSchedule") if params.include_prefer_no_schedule else ("NoSchedule",)
+    excluded = frozenset(params.excluded_taints or ())
+    included = None if params.included_taints is None else frozenset(params.included_taints)
+
+    def considered(taint: Taint) -> bool:
+        if taint.effect not in effects or _named_in(excluded, taint):
+            return False
+        return included is None or _named_in(included, taint)
+
+    return considered
