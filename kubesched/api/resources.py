@@ -7,8 +7,10 @@ sidecars started before it, then pod-level resources (cpu, memory, hugepages) wh
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import itertools
+from collections.abc import Callable, Hashable, Mapping
 from fractions import Fraction
+from typing import Any
 
 from kubesched.api.objects import Container, Pod, ResourceList
 from kubesched.api.quantity import milli_value_of, value_of
@@ -115,19 +117,101 @@ def to_units(name: str, q: Fraction) -> int:
     return milli_value_of(q) if name == CPU else value_of(q)
 
 
+def _rl_key(r: ResourceList | None) -> tuple[Any, ...] | None:
+    return None if not r else tuple((k, v.numerator, v.denominator) for k, v in r.items())
+
+
+def _container_key(c: Container) -> tuple[Any, ...]:
+    res = c.raw.get("resources")
+    if not isinstance(res, dict):
+        res = {}
+    req, lim = res.get("requests"), res.get("limits")
+    req_key = tuple(req.items()) if isinstance(req, dict) else ()
+    lim_key = tuple(lim.items()) if isinstance(lim, dict) else ()
+    if len(req_key) != len(c.requests) or len(lim_key) != len(c.limits):
+        # Not what `raw` says (a container built or changed in code): key by the parsed values.
+        req_key, lim_key = _rl_key(c.requests) or (), _rl_key(c.limits) or ()
+        return ("parsed", req_key, lim_key, c.restart_policy)
+    return (req_key, lim_key, c.restart_policy)
+
+
+def resource_shape(pod: Pod) -> tuple[Any, ...]:
+    """Everything a pod's effective requests and limits depend on, as a hashable key.
+
+    Pods of one template share it, so derived numbers (exact Fraction sums, which are slow) are
+    computed once per shape rather than once per pod. Containers are keyed by their written
+    quantities (the parsed values are a function of them, and hashing strings is far cheaper than
+    Fraction.__hash__); the rarer fields by (numerator, denominator).
+    """
+    key = pod.cache.get("resource_shape")
+    if key is None:
+        containers = tuple([_container_key(c) for c in pod.containers])
+        if pod.init_containers or pod.overhead or pod.pod_requests or pod.pod_limits:
+            key = (containers, tuple([_container_key(c) for c in pod.init_containers]),
+                   _rl_key(pod.overhead), _rl_key(pod.pod_requests), _rl_key(pod.pod_limits))
+        else:
+            key = (containers,)
+        pod.cache["resource_shape"] = key
+    return key
+
+
+_SHAPE_IDS: dict[tuple[Any, ...], int] = {}
+_BY_SHAPE: dict[Hashable, Any] = {}
+_BY_SHAPE_LIMIT = 16384
+
+
+def _shape_id(pod: Pod) -> int:
+    sid = pod.cache.get("resource_shape_id")
+    if sid is None:
+        if len(_SHAPE_IDS) >= _BY_SHAPE_LIMIT:
+            _SHAPE_IDS.clear()
+            _BY_SHAPE.clear()
+        shape = resource_shape(pod)
+        sid = _SHAPE_IDS.get(shape)
+        if sid is None:
+            # Ids are never reused (a cleared table must not map a new shape onto old values).
+            sid = _SHAPE_IDS[shape] = next(_NEXT_ID)
+        pod.cache["resource_shape_id"] = sid
+    return sid
+
+
+_NEXT_ID = itertools.count()
+
+
+def memo_by_shape(pod: Pod, what: Hashable, compute: Callable[[], Any]) -> Any:
+    """A value derived only from the pod's resources, cached on the pod and shared by pods of its shape.
+
+    Callers must treat the value as read-only: other pods receive the same object.
+    """
+    cached = pod.cache.get(what)
+    if cached is None:
+        key = (what, _shape_id(pod))
+        cached = _BY_SHAPE.get(key)
+        if cached is None:
+            if len(_BY_SHAPE) >= 4 * _BY_SHAPE_LIMIT:
+                _BY_SHAPE.clear()
+            cached = compute()
+            _BY_SHAPE[key] = cached
+        pod.cache[what] = cached
+    return cached
+
+
 def scheduler_request(pod: Pod) -> dict[str, int]:
     """framework.Resource of a pod's requests in scheduler units (cpu in millicores, others rounded up).
 
     Resources the scheduler does not track (a bare unprefixed name other than cpu, memory and
-    ephemeral-storage) are dropped, as `Resource.Add` drops them.
+    ephemeral-storage) are dropped, as `Resource.Add` drops them. Read-only (shared by pods of one shape).
     """
     cached = pod.cache.get("sched_request")
     if cached is None:
-        cached = {}
-        for k, v in pod_requests(pod).items():
-            if k in (CPU, MEMORY, EPHEMERAL_STORAGE) or is_scalar_resource(k):
-                cached[k] = to_units(k, v)
-        pod.cache["sched_request"] = cached
+        def compute() -> dict[str, int]:
+            out = {}
+            for k, v in pod_requests(pod).items():
+                if k in (CPU, MEMORY, EPHEMERAL_STORAGE) or is_scalar_resource(k):
+                    out[k] = to_units(k, v)
+            return out
+
+        cached = memo_by_shape(pod, "sched_request", compute)
     return cached
 
 
@@ -135,9 +219,11 @@ def non_zero_request(pod: Pod) -> tuple[int, int]:
     """(milli-cpu, memory bytes) with the scoring defaults for containers that set no request."""
     cached = pod.cache.get("non_zero")
     if cached is None:
-        reqs = pod_requests(pod, NON_MISSING_DEFAULTS)
-        cached = (milli_value_of(reqs.get(CPU, Fraction(0))), value_of(reqs.get(MEMORY, Fraction(0))))
-        pod.cache["non_zero"] = cached
+        def compute() -> tuple[int, int]:
+            reqs = pod_requests(pod, NON_MISSING_DEFAULTS)
+            return (milli_value_of(reqs.get(CPU, Fraction(0))), value_of(reqs.get(MEMORY, Fraction(0))))
+
+        cached = memo_by_shape(pod, "non_zero", compute)
     return cached
 
 

@@ -152,6 +152,10 @@ class NodeTable:
         # Whether the node's allocatable names the resource at all (a missing extended resource differs
         # from one with 0 in some plugins' messages, never in arithmetic).
         self.has = np.zeros((cap, len(self.resources)), dtype=bool)
+        # Rows whose numbers changed, in order (appended on every change; reset with a new epoch when
+        # long): per-row caches over the table catch up by recomputing just these rows.
+        self.changed_rows: list[int] = []
+        self.changes_epoch = 0
 
     def ensure_resource(self, name: str) -> int:
         col = self.column.get(name)
@@ -202,6 +206,13 @@ class NodeTable:
             self.alloc[row, col] = v
             self.has[row, col] = True
         self.allowed_pods[row] = alloc.get(PODS, 0)
+        self._changed(row)
+
+    def _changed(self, row: int) -> None:
+        if len(self.changed_rows) >= 1 << 16:
+            self.changed_rows = []
+            self.changes_epoch += 1
+        self.changed_rows.append(row)
 
     def add_pod(self, row: int, pod: Pod, sign: int = 1) -> None:
         req = scheduler_request(pod)
@@ -214,6 +225,7 @@ class NodeTable:
         self.non_zero[row, 0] += sign * cpu
         self.non_zero[row, 1] += sign * mem
         self.pod_count[row] += sign
+        self._changed(row)
 
     def pod_vector(self, pod: Pod) -> np.ndarray:
         """The pod's requests as a row over this table's resource columns."""

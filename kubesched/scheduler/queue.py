@@ -143,15 +143,26 @@ class SchedulingQueue:
                 self._push_active(qpi)
 
     def flush_unschedulable_leftover(self) -> None:
+        """Pods unschedulable for longer than max_in_unschedulable go back (upstream's periodic flush)."""
         now = self.clock()
-        for key, since in list(self.unschedulable_since.items()):
-            if now - since >= self.max_in_unschedulable:
-                qpi = self.infos.get(key)
-                if qpi is not None:
-                    self._move(qpi)
+        since_of = self.unschedulable_since
+        # Insertion order is time order (a re-added pod moves to the end), so the oldest entry comes first.
+        if not since_of or now - next(iter(since_of.values())) <= self.max_in_unschedulable:
+            return
+        for key, since in list(since_of.items()):
+            if now - since <= self.max_in_unschedulable:
+                break
+            qpi = self.infos.get(key)
+            if qpi is not None:
+                self._move(qpi)
+            else:
+                since_of.pop(key, None)
 
     def pop(self) -> QueuedPodInfo | None:
-        self.flush_backoff_completed()
+        if self._backoff:
+            self.flush_backoff_completed()
+        if self.unschedulable_since:
+            self.flush_unschedulable_leftover()
         while self._active:
             _, _, key = heapq.heappop(self._active)
             qpi = self.infos.get(key)
@@ -182,6 +193,7 @@ class SchedulingQueue:
             self._push_backoff(qpi)
             return
         self.where[key] = "unschedulable"
+        self.unschedulable_since.pop(key, None)  # keep insertion order = time order
         self.unschedulable_since[key] = qpi.timestamp
 
     # ------------------------------------------------------------ cluster events
@@ -197,9 +209,10 @@ class SchedulingQueue:
     def on_cluster_event(self, resource: str, action: str) -> None:
         """MoveAllToActiveOrBackoffQueue for the pods whose rejecting plugins registered this event."""
         self.move_request_cycle = self.scheduling_cycle
-        for key, where in list(self.where.items()):
-            if where != "unschedulable":
-                continue
+        if not self.unschedulable_since:
+            return
+        # unschedulable_since holds exactly the pods in the unschedulable pool.
+        for key in list(self.unschedulable_since):
             qpi = self.infos[key]
             fwk = self.frameworks.get(qpi.pod.scheduler_name)
             if fwk is None:

@@ -117,6 +117,9 @@ class Framework:
         self.pre_bind: list[PreBindPlugin] = self.points["preBind"]  # type: ignore[assignment]
         self.bind: list[BindPlugin] = self.points["bind"]  # type: ignore[assignment]
         self.post_bind: list[PostBindPlugin] = self.points["postBind"]  # type: ignore[assignment]
+        # Score plugins that define NormalizeScore (the others need no call).
+        self._normalizing = {pl.name for pl in self.score
+                             if getattr(type(pl), "normalize_score", None) is not ScorePlugin.normalize_score}
 
     def _expand(self, point: str, iface: type[Plugin], specific: list[str]) -> list[Plugin]:
         """expandMultiPointPlugins for one extension point."""
@@ -157,8 +160,16 @@ class Framework:
         """Run every PreFilter plugin. Stops at the first rejection unless `statuses` collects them all."""
         result = PreFilterResult()
         first_failure: Status | None = None
+        cluster = self.cluster
         for pl in self.pre_filter:
-            res, st = pl.pre_filter(state, pod, self.cluster)
+            res, st = pl.pre_filter(state, pod, cluster)
+            if statuses is None:
+                # The common cases, kept cheap.
+                if st.code is Code.SUCCESS and (res is None or res.node_names is None):
+                    continue
+                if st.code is Code.SKIP:
+                    state.skip_filter_plugins.add(pl.name)
+                    continue
             st.with_plugin(pl.name)
             if statuses is not None:
                 statuses[pl.name] = st
@@ -186,20 +197,27 @@ class Framework:
     def filter_mask(self, state: CycleState, pod: Pod, rows: np.ndarray,
                     per_plugin: dict[str, np.ndarray] | None = None) -> np.ndarray:
         """The conjunction of every active Filter plugin over `rows`, vectorised where plugins allow."""
-        mask = np.ones(len(rows), dtype=bool)
-        infos = self.cluster.node_infos
-        for pl in self.active_filters(state):
-            m = pl.filter_nodes(state, pod, self.cluster, rows)
+        cluster = self.cluster
+        skipped = state.skip_filter_plugins
+        mask: np.ndarray | None = None
+        for pl in self.filter:
+            if pl.name in skipped:
+                continue
+            m = pl.filter_nodes(state, pod, cluster, rows)
             if m is None:
                 m = np.ones(len(rows), dtype=bool)
+                infos = cluster.node_infos
                 # Per-node plugins only need to look at nodes still feasible (unless every verdict is wanted).
-                todo = range(len(rows)) if per_plugin is not None else np.flatnonzero(mask)
+                todo = range(len(rows)) if per_plugin is not None or mask is None else np.flatnonzero(mask)
                 for i in todo:
                     m[i] = pl.filter(state, pod, infos[rows[i]]).is_success
             if per_plugin is not None:
                 per_plugin[pl.name] = m
-            mask &= m
-        return mask
+            if mask is None:
+                mask = m.copy()  # a plugin's mask may be cached: never write into it
+            else:
+                mask &= m
+        return mask if mask is not None else np.ones(len(rows), dtype=bool)
 
     def run_filter_plugins(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
         """RunFilterPlugins on one node: the first rejecting plugin's status (per-node form)."""
@@ -270,7 +288,8 @@ class Framework:
             if st.code is Code.ERROR:
                 return None, st
             reasons.extend(st.reasons)
-            result = res
+            if res is not None:
+                result = res
             last = st
         if not self.post_filter:
             return None, Status(Code.UNSCHEDULABLE)
@@ -280,8 +299,15 @@ class Framework:
 
     def run_pre_score(self, state: CycleState, pod: Pod, rows: np.ndarray,
                       statuses: dict[str, Status] | None = None) -> Status:
+        cluster = self.cluster
         for pl in self.pre_score:
-            st = pl.pre_score(state, pod, self.cluster, rows)
+            st = pl.pre_score(state, pod, cluster, rows)
+            if statuses is None:
+                if st.code is Code.SUCCESS:
+                    continue
+                if st.code is Code.SKIP:
+                    state.skip_score_plugins.add(pl.name)
+                    continue
             st.with_plugin(pl.name)
             if statuses is not None:
                 statuses[pl.name] = st
@@ -292,12 +318,16 @@ class Framework:
                 return st
         return Status()
 
-    def run_score(self, state: CycleState, pod: Pod, rows: np.ndarray) -> tuple[ScoreBreakdown, Status]:
+    def run_score(self, state: CycleState, pod: Pod, rows: np.ndarray,
+                  detail: bool = True) -> tuple[ScoreBreakdown, Status]:
+        """Score, NormalizeScore and weights over `rows`. Without `detail` only the total is kept."""
         out = ScoreBreakdown(rows)
         total = np.zeros(len(rows), dtype=np.int64)
         infos = self.cluster.node_infos
+        skipped = state.skip_score_plugins
         for pl in self.score:
-            if pl.name in state.skip_score_plugins:
+            name = pl.name
+            if name in skipped:
                 continue
             scores = pl.score_nodes(state, pod, self.cluster, rows)
             if scores is None:
@@ -305,23 +335,32 @@ class Framework:
                 for i, r in enumerate(rows):
                     s, st = pl.score(state, pod, infos[r])
                     if not st.is_success:
-                        return out, st.with_plugin(pl.name)
+                        return out, st.with_plugin(name)
                     scores[i] = s
             else:
                 scores = np.asarray(scores, dtype=np.int64)
-            out.raw[pl.name] = scores.copy()
-            st2 = pl.normalize_score(state, pod, scores, rows)
-            if st2 is not None and not st2.is_success:
-                return out, st2.with_plugin(pl.name)
-            if len(scores) and (scores.max() > MAX_NODE_SCORE or scores.min() < MIN_NODE_SCORE):
+            if detail:
+                out.raw[name] = scores.copy()
+            if name in self._normalizing:
+                st2 = pl.normalize_score(state, pod, scores, rows)
+                if st2 is not None and not st2.is_success:
+                    return out, st2.with_plugin(name)
+            # One reduction checks both bounds: negative int64 values are huge as uint64.
+            if len(scores) and int(scores.view(np.uint64).max()) > MAX_NODE_SCORE:
                 bad = int(np.flatnonzero((scores > MAX_NODE_SCORE) | (scores < MIN_NODE_SCORE))[0])
-                return out, Status(Code.ERROR, [f"plugin {pl.name!r} returns an invalid score {int(scores[bad])}, "
+                return out, Status(Code.ERROR, [f"plugin {name!r} returns an invalid score {int(scores[bad])}, "
                                                 f"it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] "
-                                                "after normalizing"], pl.name)
-            out.normalized[pl.name] = scores
-            weighted = scores * self.weights.get(pl.name, 1)
-            out.weighted[pl.name] = weighted
-            total += weighted
+                                                "after normalizing"], name)
+            weight = self.weights.get(name, 1)
+            if detail:
+                out.normalized[name] = scores
+                weighted = scores * weight
+                out.weighted[name] = weighted
+                total += weighted
+            elif weight == 1:
+                total += scores
+            else:
+                total += scores * weight
         out.total = total
         return out, Status()
 

@@ -33,6 +33,8 @@ class Diagnosis:
     pending_plugins: set[str] = field(default_factory=set)
     pre_filter_msg: str = ""
     post_filter_msg: str = ""
+    # Rows that failed Filter in a cycle that found feasible nodes; their statuses are not computed.
+    unresolved_failed_rows: np.ndarray | None = None
 
 
 class FitError(Exception):
@@ -119,6 +121,9 @@ class Scheduler:
             elif action in ("add", "update"):
                 if obj.node_name:
                     self.queue.on_cluster_event("Pod", action)
+                elif action == "update" and obj.key in self.queue.infos:
+                    # A pending pod changed (e.g. its scheduling gates were removed).
+                    self.queue.update(obj)
         elif kind:
             self.queue.on_cluster_event(kind, action)
 
@@ -155,15 +160,31 @@ class Scheduler:
     def _nodes_passing(self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray) -> np.ndarray:
         mask = fwk.filter_mask(state, pod, rows)
         if self.nominated:
-            infos = self.cluster.node_infos
-            targets = {n for k, n in self.nominated.items() if k != pod.key}
-            for i, r in enumerate(rows):
-                name = infos[r].name
-                if name in targets and mask[i]:
-                    nominated = self.nominated_pods_for(name, pod)
+            # Only nodes with nominated pods need the slower check with those pods added.
+            by_name = self.cluster.node_info_by_name
+            target_rows = {info.index: name for k, name in self.nominated.items()
+                           if k != pod.key and (info := by_name.get(name)) is not None}
+            if target_rows:
+                infos = self.cluster.node_infos
+                for i in np.flatnonzero(np.isin(rows, np.fromiter(target_rows, dtype=np.int64))):
+                    if not mask[i]:
+                        continue
+                    r = int(rows[i])
+                    nominated = self.nominated_pods_for(target_rows[r], pod)
                     if nominated:
                         mask[i] = fwk.run_filter_with_nominated_pods(state, pod, infos[r], nominated).is_success
         return mask
+
+    @staticmethod
+    def _segment(rows: np.ndarray, start: int, lo: int, hi: int) -> np.ndarray:
+        """Positions lo..hi of `rows` rotated to begin at `start` (without building the whole rotation)."""
+        n = len(rows)
+        a, b = start + lo, start + hi
+        if b <= n:
+            return rows[a:b]
+        if a >= n:
+            return rows[a - n:b - n]
+        return np.concatenate((rows[a:], rows[:b - n]))
 
     def find_nodes_that_fit(self, fwk: Framework, state: CycleState, pod: Pod,
                             diagnosis: Diagnosis) -> tuple[np.ndarray, int]:
@@ -202,28 +223,60 @@ class Scheduler:
             return rows, 0
         to_find = self.num_feasible_nodes_to_find(fwk, n)
         start = self.next_start_node_index % n
-        rotated = np.roll(rows, -start) if start else rows
-        mask = self._nodes_passing(fwk, state, pod, rotated)
-        feasible_pos = np.flatnonzero(mask)
-        if len(feasible_pos) >= to_find:
-            feasible_pos = feasible_pos[:to_find]
-            processed = int(feasible_pos[-1]) + 1 if len(feasible_pos) else n
-        else:
-            processed = n
-        self.next_start_node_index = (start + processed) % len(all_rows)
-        failed = rotated[:processed][~mask[:processed]]
-        if len(failed):
-            statuses = fwk.first_failure_statuses(state, pod, failed)
-            for name, fst in statuses.items():
-                if fst.is_success:
-                    # Failed only with nominated pods counted: upstream reports the plugin's status then too.
-                    fst = fwk.run_filter_with_nominated_pods(state, pod, cluster.node_info_by_name[name],
-                                                             self.nominated_pods_for(name, pod))
-                diagnosis.node_to_status[name] = fst
-                if fst.plugin:
-                    (diagnosis.pending_plugins if fst.code is Code.PENDING
-                     else diagnosis.unschedulable_plugins).add(fst.plugin)
-        return rotated[feasible_pos], processed
+        # Nodes are evaluated in segments from the start index and the search stops once `to_find`
+        # feasible nodes are known, as upstream's cancelled parallel loop does; a segment grows when it
+        # had too few feasible nodes, so a mostly-full cluster needs only a few passes.
+        feasible_parts: list[np.ndarray] = []
+        failed_parts: list[np.ndarray] = []
+        found = 0
+        processed = 0
+        chunk = to_find
+        while processed < n:
+            hi = min(n, processed + chunk)
+            seg = self._segment(rows, start, processed, hi)
+            mask = self._nodes_passing(fwk, state, pod, seg)
+            pos = mask.nonzero()[0]
+            need = to_find - found
+            if len(pos) >= need:
+                pos = pos[:need]
+                last = int(pos[-1]) + 1
+                feasible_parts.append(seg[pos])
+                if last > len(pos):
+                    failed_parts.append(seg[:last][~mask[:last]])
+                processed += last
+                found = to_find
+                break
+            feasible_parts.append(seg[pos])
+            if len(pos) < len(seg):
+                failed_parts.append(seg[~mask])
+            found += len(pos)
+            processed = hi
+            chunk *= 2
+        self.next_start_node_index = (start + processed) % n
+        feasible = feasible_parts[0] if len(feasible_parts) == 1 else np.concatenate(feasible_parts)
+        if failed_parts:
+            failed = failed_parts[0] if len(failed_parts) == 1 else np.concatenate(failed_parts)
+            if len(feasible):
+                # The pod will be placed: nothing reads why the other nodes failed, and finding out
+                # node by node (the per-node forms) would cost more than the whole vectorised cycle.
+                diagnosis.unresolved_failed_rows = failed
+            else:
+                self._record_failures(fwk, state, pod, failed, diagnosis)
+        return feasible, processed
+
+    def _record_failures(self, fwk: Framework, state: CycleState, pod: Pod, failed: np.ndarray,
+                         diagnosis: Diagnosis) -> None:
+        """The status of the first rejecting plugin on each failed node, and the plugins that rejected."""
+        statuses = fwk.first_failure_statuses(state, pod, failed)
+        for name, fst in statuses.items():
+            if fst.is_success:
+                # Failed only with nominated pods counted: upstream reports the plugin's status then too.
+                fst = fwk.run_filter_with_nominated_pods(state, pod, self.cluster.node_info_by_name[name],
+                                                         self.nominated_pods_for(name, pod))
+            diagnosis.node_to_status[name] = fst
+            if fst.plugin:
+                (diagnosis.pending_plugins if fst.code is Code.PENDING
+                 else diagnosis.unschedulable_plugins).add(fst.plugin)
 
     @staticmethod
     def _prefilter_result_plugins(state: CycleState) -> list[str]:
@@ -232,9 +285,9 @@ class Scheduler:
     # ------------------------------------------------------------ scoring
 
     def select_host(self, rows: np.ndarray, total: np.ndarray) -> int:
-        best = total.max()
-        ties = np.flatnonzero(total == best)
-        pick = ties[0] if len(ties) == 1 else ties[int(self.rng.integers(len(ties)))]
+        first = int(total.argmax())
+        ties = (total == total[first]).nonzero()[0]
+        pick = first if len(ties) == 1 else ties[int(self.rng.integers(len(ties)))]
         return int(rows[pick])
 
     def prioritize(self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray) -> ScoreBreakdown:
@@ -243,7 +296,7 @@ class Scheduler:
         st = fwk.run_pre_score(state, pod, rows)
         if not st.is_success:
             raise RuntimeError(f"running PreScore plugin {st.plugin}: {st.message}")
-        breakdown, st = fwk.run_score(state, pod, rows)
+        breakdown, st = fwk.run_score(state, pod, rows, detail=False)
         if not st.is_success:
             raise RuntimeError(f"running Score plugin {st.plugin}: {st.message}")
         return breakdown
@@ -282,9 +335,11 @@ class Scheduler:
                 pf, pst = fwk.run_post_filter(state, pod, d.node_to_status)
                 if pst.message:
                     d.post_filter_msg = pst.message
-                if pf is not None and pf.nominated_node_name:
-                    outcome.nominated_node = pf.nominated_node_name
-                    outcome.preempted = [v.key for v in pf.victims]
+                if pf is not None:
+                    # ModeOverride: a result nominates its node, or clears the nomination when it names none.
+                    if pf.nominated_node_name:
+                        outcome.nominated_node = pf.nominated_node_name
+                        outcome.preempted = [v.key for v in pf.victims]
                     self._nominate(pod, pf)
             outcome.reason = fe.message()
             qpi.unschedulable_plugins = set(d.unschedulable_plugins)
@@ -294,8 +349,14 @@ class Scheduler:
         return self._assume_and_bind(fwk, state, qpi, result.suggested_host, cycle)
 
     def _nominate(self, pod: Pod, pf: PostFilterResult) -> None:
-        self.nominated[pod.key] = pf.nominated_node_name
         pod.nominated_node_name = pf.nominated_node_name
+        if not pf.nominated_node_name:
+            self.nominated.pop(pod.key, None)
+            status = pod.raw.get("status")
+            if isinstance(status, dict):
+                status.pop("nominatedNodeName", None)
+            return
+        self.nominated[pod.key] = pf.nominated_node_name
         status = pod.raw.setdefault("status", {})
         if isinstance(status, dict):
             status["nominatedNodeName"] = pf.nominated_node_name

@@ -28,6 +28,7 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
         check_known(self.args, {"resources"})
         specs = resource_specs(get_list(self.args, "resources"), "resources", [(CPU, 1), (MEMORY, 1)])
         self.resources = [n for n, _ in specs]
+        self._row_cache = ra.RowCache()
 
     @classmethod
     def default_args(cls) -> dict[str, Any]:
@@ -52,5 +53,22 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
         return int(ra.balanced(requested[None, :], alloc[None, :])[0]), Status()
 
     def score_nodes(self, state: CycleState, pod: Pod, cluster: ClusterState, rows: np.ndarray) -> np.ndarray:
-        requested, alloc = ra.allocatable_requested(cluster, rows, self.resources, self._pod_req(state, pod), True)
+        pod_req = self._pod_req(state, pod)
+        if len(self.resources) == 2 and ra.plain_columns_apply(cluster, self.resources):
+            t = cluster.table
+
+            def full() -> np.ndarray:
+                cols = ra.plain_columns(cluster, np.arange(t.n), self.resources, pod_req, True)
+                assert cols is not None
+                return ra.balanced_columns(cols)
+
+            def one(r: int) -> int:
+                return ra.balanced_one(t, r, self.resources, pod_req)
+
+            # A node's score reads only that node's numbers: kept per request shape, row by row.
+            return self._row_cache.values(t, ("balanced", pod_req.tobytes()), full, one)[rows]
+        cols = ra.plain_columns(cluster, rows, self.resources, pod_req, True)
+        if cols is not None:
+            return ra.balanced_columns(cols)
+        requested, alloc = ra.allocatable_requested(cluster, rows, self.resources, pod_req, True)
         return ra.balanced(requested, alloc)

@@ -51,6 +51,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         strategy = get_dict(a, "scoringStrategy") or {}
         check_known(strategy, {"type", "resources", "requestedToCapacityRatio"})
         self.strategy = strategy.get("type") or "LeastAllocated"
+        self._row_cache = ra.RowCache()
         if self.strategy not in STRATEGIES:
             raise InputError(f"Unsupported value: {self.strategy!r}: supported values: {', '.join(STRATEGIES)}",
                              field="scoringStrategy.type")
@@ -132,11 +133,22 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         if request is None:
             request = scheduler_request(pod)
         t = cluster.table
-        mask = t.pod_count[rows] + 1 <= t.allowed_pods[rows]
-        for r in self._checked(request):
-            col = t.ensure_resource(r)
-            mask &= request[r] <= t.alloc[rows, col] - t.requested[rows, col]
-        return mask
+        checks = [(t.ensure_resource(r), request[r]) for r in self._checked(request)]
+
+        def full() -> np.ndarray:
+            n = t.n
+            mask = t.pod_count[:n] < t.allowed_pods[:n]
+            for col, v in checks:
+                mask &= t.requested[:n, col] <= t.alloc[:n, col] - v
+            return mask
+
+        def one(r: int) -> bool:
+            return bool(int(t.pod_count[r]) < int(t.allowed_pods[r])
+                        and all(int(t.requested[r, col]) <= int(t.alloc[r, col]) - v for col, v in checks))
+
+        # The verdict on a node reads only that node's numbers: kept per request shape, row by row.
+        key = ("fit", tuple((t.resources[col], v) for col, v in checks))
+        return self._row_cache.values(t, key, full, one)[rows]
 
     # ------------------------------------------------------------ score
 
@@ -160,5 +172,18 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         return int(self._scorer(requested[None, :], alloc[None, :])[0]), Status()
 
     def score_nodes(self, state: CycleState, pod: Pod, cluster: ClusterState, rows: np.ndarray) -> np.ndarray:
-        requested, alloc = ra.allocatable_requested(cluster, rows, self.resources, self._pod_req(state, pod), False)
+        pod_req = self._pod_req(state, pod)
+        if self.strategy == "LeastAllocated" and ra.plain_columns_apply(cluster, self.resources):
+            t = cluster.table
+
+            def full() -> np.ndarray:
+                cols = ra.plain_columns(cluster, np.arange(t.n), self.resources, pod_req, False)
+                assert cols is not None
+                return ra.least_allocated_columns(cols, self.weights)
+
+            def one(r: int) -> int:
+                return ra.least_allocated_one(t, r, self.resources, pod_req, self.weights, False)
+
+            return self._row_cache.values(t, ("least", pod_req.tobytes()), full, one)[rows]
+        requested, alloc = ra.allocatable_requested(cluster, rows, self.resources, pod_req, False)
         return self._scorer(requested, alloc)

@@ -8,7 +8,10 @@ bypass). The scorer function maps (requested, allocatable) matrices to one score
 
 from __future__ import annotations
 
+import weakref
+from collections.abc import Callable, Hashable
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
@@ -20,9 +23,10 @@ from kubesched.api.resources import (
     MEMORY,
     NON_MISSING_DEFAULTS,
     is_scalar_resource,
+    memo_by_shape,
     pod_requests,
 )
-from kubesched.cluster.state import ClusterState, NodeInfo
+from kubesched.cluster.state import ClusterState, NodeInfo, NodeTable
 
 
 def pod_request_list(pod: Pod, resources: list[str], use_requested: bool) -> np.ndarray:
@@ -30,13 +34,17 @@ def pod_request_list(pod: Pod, resources: list[str], use_requested: bool) -> np.
     key = ("request_list", tuple(resources), use_requested)
     cached = pod.cache.get(key)
     if cached is None:
-        reqs = pod_requests(pod, None if use_requested else NON_MISSING_DEFAULTS)
-        vals = []
-        for r in resources:
-            q = reqs.get(r, Fraction(0))
-            vals.append(milli_value_of(q) if r == CPU else value_of(q))
-        cached = np.array(vals, dtype=np.int64)
-        pod.cache[key] = cached
+        def compute() -> np.ndarray:
+            reqs = pod_requests(pod, None if use_requested else NON_MISSING_DEFAULTS)
+            vals = []
+            for r in resources:
+                q = reqs.get(r, Fraction(0))
+                vals.append(milli_value_of(q) if r == CPU else value_of(q))
+            out = np.array(vals, dtype=np.int64)
+            out.flags.writeable = False  # shared by every pod of this shape
+            return out
+
+        cached = memo_by_shape(pod, key, compute)
     return cached
 
 
@@ -184,3 +192,142 @@ def balanced(requested: np.ndarray, alloc: np.ndarray) -> np.ndarray:
             acc = acc + np.where(valid[:, j], d * d, 0.0)
         std = np.where(many, np.sqrt(acc / np.where(count == 0, 1, count)), std)
     return ((1 - std) * 100).astype(np.int64)
+
+
+# ---------------------------------------------------------------- fast paths for the common case
+#
+# Most profiles score cpu and memory, which every node has: then no resource is left out, each
+# (requested, allocatable) pair is a plain column over the rows, and the weighted mean has a constant
+# denominator. These give exactly what the general forms above give, with a handful of 1-D operations.
+# (Gathering rows of a column view, matrix[:, col][rows], is several times faster than matrix[rows, col]
+# or matrix[rows].)
+
+
+def plain_columns(cluster: ClusterState, rows: np.ndarray, resources: list[str], pod_req: np.ndarray,
+                  use_requested: bool) -> list[tuple[np.ndarray, np.ndarray]] | None:
+    """Per resource (requested, allocatable) over `rows` when every resource is cpu or memory with
+    allocatable > 0 on every node; None otherwise (use `allocatable_requested`)."""
+    if not _all_positive(cluster, resources):
+        return None
+    t = cluster.table
+    out = []
+    for j, r in enumerate(resources):
+        col = t.column[r]
+        alloc = t.alloc[:, col][rows]
+        if use_requested:
+            req = t.requested[:, col][rows] + pod_req[j]
+        else:
+            req = t.non_zero[:, 0 if r == CPU else 1][rows] + pod_req[j]
+        out.append((req, alloc))
+    return out
+
+
+def plain_columns_apply(cluster: ClusterState, resources: list[str]) -> bool:
+    """Whether `plain_columns` applies: every resource cpu or memory, with allocatable > 0 on every node."""
+    return _all_positive(cluster, resources)
+
+
+_POSITIVE: weakref.WeakKeyDictionary[ClusterState, dict[tuple[int, tuple[str, ...]], bool]] = weakref.WeakKeyDictionary()
+
+
+def _all_positive(cluster: ClusterState, resources: list[str]) -> bool:
+    """Whether every resource is cpu or memory and every node's allocatable of it is > 0 (per node generation)."""
+    memo = _POSITIVE.get(cluster)
+    if memo is None:
+        memo = _POSITIVE[cluster] = {}
+    key = (cluster.node_generation, tuple(resources))
+    ok = memo.get(key)
+    if ok is None:
+        t = cluster.table
+        ok = bool(resources) and all(r in (CPU, MEMORY) for r in resources) and all(
+            bool((t.alloc[:t.n, t.column[r]] > 0).all()) for r in resources)
+        if len(memo) > 16:
+            memo.clear()
+        memo[key] = ok
+    return ok
+
+
+def least_allocated_columns(cols: list[tuple[np.ndarray, np.ndarray]], weights: np.ndarray) -> np.ndarray:
+    """`least_allocated` over plain columns (every allocatable > 0)."""
+    num: Any = 0
+    den = 0
+    for (req, alloc), w in zip(cols, weights.tolist(), strict=True):
+        per = (alloc - req) * 100 // alloc
+        per[req > alloc] = 0
+        num = num + per * w if w != 1 else num + per
+        den += w
+    if den == 0:
+        return np.zeros(len(cols[0][0]) if cols else 0, dtype=np.int64)
+    return np.asarray(num // den, dtype=np.int64)
+
+
+def balanced_columns(cols: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """`balanced` over plain columns: two resources use the shortcut |f0 − f1| / 2."""
+    if len(cols) != 2:
+        requested = np.stack([c[0] for c in cols], axis=1)
+        alloc = np.stack([c[1] for c in cols], axis=1)
+        return balanced(requested, alloc)
+    (r0, a0), (r1, a1) = cols
+    f0 = np.minimum(r0 / a0, 1.0)
+    f1 = np.minimum(r1 / a1, 1.0)
+    std = np.abs((f0 - f1) / 2)
+    return ((1 - std) * 100).astype(np.int64)
+
+
+# ---------------------------------------------------------------- per-row results kept current
+
+
+class RowCache:
+    """Per-row results, over every row of the NodeTable, of a computation that reads only that row's numbers.
+
+    Pods of one shape ask the same question of every node; between two such pods only the rows the
+    table logged as changed (usually the one node the last pod was bound to) can answer differently.
+    An entry is computed once over all rows (`full`), then kept current by recomputing each changed row
+    with the scalar form (`one`); a new table, a new row or a reset log recomputes it whole.
+    """
+
+    def __init__(self, limit: int = 32) -> None:
+        self._entries: dict[Hashable, list[Any]] = {}
+        self._limit = limit
+
+    def values(self, t: NodeTable, key: Hashable, full: Callable[[], np.ndarray],
+               one: Callable[[int], Any]) -> np.ndarray:
+        e = self._entries.get(key)
+        log = t.changed_rows
+        if e is None or e[0] is not t or e[1] != t.n or e[2] != t.changes_epoch:
+            if len(self._entries) >= self._limit:
+                self._entries.clear()
+            e = [t, t.n, t.changes_epoch, len(log), full()]
+            self._entries[key] = e
+        elif e[3] != len(log):
+            values = e[4]
+            for r in set(log[e[3]:]):
+                values[r] = one(r)
+            e[3] = len(log)
+        return e[4]  # type: ignore[no-any-return]
+
+
+def least_allocated_one(t: NodeTable, r: int, resources: list[str], pod_req: np.ndarray, weights: np.ndarray,
+                        use_requested: bool) -> int:
+    """`least_allocated_columns` for one row, in Python integers (same results)."""
+    num = den = 0
+    for j, res in enumerate(resources):
+        col = t.column[res]
+        a = int(t.alloc[r, col])
+        used = int(t.requested[r, col]) if use_requested else int(t.non_zero[r, 0 if res == CPU else 1])
+        req = used + int(pod_req[j])
+        w = int(weights[j])
+        num += (0 if req > a else (a - req) * 100 // a) * w
+        den += w
+    return num // den if den else 0
+
+
+def balanced_one(t: NodeTable, r: int, resources: list[str], pod_req: np.ndarray) -> int:
+    """`balanced_columns` for two resources on one row, in Python floats (the same IEEE operations)."""
+    fr = []
+    for j, res in enumerate(resources):
+        col = t.column[res]
+        req = int(t.requested[r, col]) + int(pod_req[j])
+        fr.append(min(float(req) / float(int(t.alloc[r, col])), 1.0))
+    std = abs((fr[0] - fr[1]) / 2)
+    return int((1 - std) * 100)

@@ -1,0 +1,1 @@
+"""Example third-party plugins for kubesched (see README.md)."""

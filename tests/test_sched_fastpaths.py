@@ -1,0 +1,189 @@
+"""The scheduler's fast paths agree with the plain ones: vectorised vs per-node plugin forms on random
+clusters, segment-wise node search vs a full pass, and the resource memo shared by pods of one shape."""
+
+from __future__ import annotations
+
+import random
+import sys
+from typing import Any
+
+import numpy as np
+import pytest
+
+from kubesched.api.objects import parse_node, parse_pod
+from kubesched.api.resources import non_zero_request, pod_requests, scheduler_request
+from kubesched.cluster.state import ClusterState
+from kubesched.config.scheduler_config import parse_scheduler_config
+from kubesched.scheduler.framework import CycleState
+from kubesched.scheduler.plugins import resource_allocation as ra
+from kubesched.scheduler.scheduler import Diagnosis, Scheduler
+
+PLUGINS = ["PrioritySort", "NodeResourcesFit", "NodeResourcesBalancedAllocation", "DefaultBinder"]
+
+
+def _node(i: int, rnd: random.Random) -> dict[str, Any]:
+    cpu = rnd.choice(["0", "1", "2", "4", "3500m"]) if i % 7 == 3 else rnd.choice(["1", "2", "4", "3500m"])
+    mem = rnd.choice(["1Gi", "4Gi", "8Gi", "0"]) if i % 11 == 5 else rnd.choice(["1Gi", "4Gi", "8Gi"])
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"n{i}"},
+            "status": {"allocatable": {"cpu": cpu, "memory": mem, "pods": rnd.choice(["3", "110"])}}}
+
+
+def _pod(name: str, rnd: random.Random, node: str = "") -> dict[str, Any]:
+    req: dict[str, str] = {}
+    if rnd.random() < 0.8:
+        req["cpu"] = rnd.choice(["100m", "250m", "1", "1500m"])
+    if rnd.random() < 0.8:
+        req["memory"] = rnd.choice(["100Mi", "512Mi", "1Gi", "3Gi"])
+    spec: dict[str, Any] = {"containers": [{"name": "c", "resources": {"requests": req}}]}
+    if node:
+        spec["nodeName"] = node
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"}, "spec": spec}
+
+
+def _scheduler(seed: int, strategy: str = "LeastAllocated") -> tuple[Scheduler, random.Random]:
+    rnd = random.Random(seed)
+    cluster = ClusterState()
+    for i in range(40):
+        cluster.add(parse_node(_node(i, rnd)))
+    for j in range(60):
+        cluster.add(parse_pod(_pod(f"e{j}", rnd, f"n{rnd.randrange(40)}")))
+    cfg = parse_scheduler_config({
+        "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+        "profiles": [{"plugins": {"multiPoint": {"disabled": [{"name": "*"}], "enabled": [{"name": n} for n in PLUGINS]}},
+                      "pluginConfig": [{"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": strategy}}}]}]})
+    return Scheduler(cluster, cfg), rnd
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("strategy", ["LeastAllocated", "MostAllocated"])
+def test_vectorised_and_per_node_forms_agree(seed: int, strategy: str) -> None:
+    sched, rnd = _scheduler(seed, strategy)
+    fwk = sched.frameworks["default-scheduler"]
+    rows = sched.cluster.node_order()
+    for k in range(10):
+        pod = parse_pod(_pod(f"p{k}", rnd))
+        for name in ("NodeResourcesFit", "NodeResourcesBalancedAllocation"):
+            pl: Any = fwk.plugins[name]
+            state = CycleState()
+            if name == "NodeResourcesFit":
+                pl.pre_filter(state, pod, sched.cluster)
+                mask = pl.filter_nodes(state, pod, sched.cluster, rows)
+                per_node = [pl.filter(state, pod, sched.cluster.node_infos[r]).is_success for r in rows]
+                assert mask.tolist() == per_node
+            if not pl.pre_score(state, pod, sched.cluster, rows).is_success:
+                continue
+            vec = pl.score_nodes(state, pod, sched.cluster, rows)
+            one = [pl.score(state, pod, sched.cluster.node_infos[r])[0] for r in rows]
+            assert vec.tolist() == one, (name, pod.key)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_row_caches_follow_every_change(seed: int) -> None:
+    """Pods of a few shapes, checked again after binds, deletions and node changes: the per-row caches
+    must give what the per-node forms give on the current cluster."""
+    sched, rnd = _scheduler(seed)
+    cluster = sched.cluster
+    fwk = sched.frameworks["default-scheduler"]
+    shapes = [_pod(f"shape{i}", rnd) for i in range(3)]
+    for step in range(40):
+        raw = dict(rnd.choice(shapes), metadata={"name": f"s{step}", "namespace": "default"})
+        pod = parse_pod(raw)
+        rows = cluster.node_order()
+        for name in ("NodeResourcesFit", "NodeResourcesBalancedAllocation"):
+            pl: Any = fwk.plugins[name]
+            state = CycleState()
+            if name == "NodeResourcesFit":
+                pl.pre_filter(state, pod, cluster)
+                assert pl.filter_nodes(state, pod, cluster, rows).tolist() == [
+                    pl.filter(state, pod, cluster.node_infos[r]).is_success for r in rows]
+            if pl.pre_score(state, pod, cluster, rows).is_success:
+                assert pl.score_nodes(state, pod, cluster, rows).tolist() == [
+                    pl.score(state, pod, cluster.node_infos[r])[0] for r in rows]
+        action = rnd.random()
+        if action < 0.5:
+            cluster.add(pod)
+            cluster.bind(pod, f"n{rnd.randrange(40)}")
+        elif action < 0.7:
+            assigned = [p for p in cluster.pods.values() if p.node_name]
+            cluster.delete(rnd.choice(assigned))
+        elif action < 0.85:
+            cluster.update(parse_node(_node(rnd.randrange(40), rnd)))
+        elif action < 0.95:
+            cluster.add(parse_node(_node(40 + step, rnd)))
+        else:
+            i = rnd.randrange(40)
+            cluster.delete(cluster.nodes[f"n{i}"])  # a new table without it, then the node again
+            cluster.add(parse_node(_node(i, rnd)))
+
+
+def test_column_fast_paths_equal_the_matrix_forms() -> None:
+    rng = np.random.default_rng(1)
+    alloc = rng.integers(1, 10_000, size=(300, 2))
+    req = rng.integers(0, 12_000, size=(300, 2))
+    weights = np.array([3, 1])
+    cols = [(req[:, 0], alloc[:, 0]), (req[:, 1], alloc[:, 1])]
+    assert ra.least_allocated_columns(cols, weights).tolist() == ra.least_allocated(req, alloc, weights).tolist()
+    assert ra.balanced_columns(cols).tolist() == ra.balanced(req, alloc).tolist()
+    alloc3 = rng.integers(1, 10_000, size=(300, 3))
+    req3 = rng.integers(0, 12_000, size=(300, 3))
+    cols3 = [(req3[:, j], alloc3[:, j]) for j in range(3)]
+    assert ra.balanced_columns(cols3).tolist() == ra.balanced(req3, alloc3).tolist()
+
+
+def test_segmented_search_finds_what_a_full_pass_finds() -> None:
+    # 150 nodes (so 100 must be found), most full: the search needs several segments.
+    cluster = ClusterState()
+    for i in range(150):
+        cluster.add(parse_node({"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"n{i:03d}"},
+                                "status": {"allocatable": {"cpu": "1", "memory": "1Gi", "pods": "110"}}}))
+        if i % 3:
+            cluster.add(parse_pod({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"f{i}", "namespace": "d"},
+                                   "spec": {"nodeName": f"n{i:03d}", "containers": [
+                                       {"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}))
+    sched = Scheduler(cluster, parse_scheduler_config({
+        "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+        "profiles": [{"plugins": {"multiPoint": {"disabled": [{"name": "*"}],
+                                                 "enabled": [{"name": n} for n in PLUGINS]}}}]}))
+    fwk = sched.frameworks["default-scheduler"]
+    pod = parse_pod({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "d"},
+                     "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "500m"}}}]}})
+    for start in (0, 7, 149):
+        sched.next_start_node_index = start
+        feasible, processed = sched.find_nodes_that_fit(fwk, CycleState(), pod, Diagnosis())
+        order = np.roll(cluster.node_order(), -start)
+        mask = fwk.filter_mask(CycleState(), pod, order)
+        assert feasible.tolist() == order[mask].tolist() and processed == 150
+        assert sched.next_start_node_index == start
+
+
+def test_resource_memo_is_per_shape() -> None:
+    def mk(name: str, cpu: str, mem: str | None = None) -> Any:
+        req = {"cpu": cpu} | ({"memory": mem} if mem else {})
+        return parse_pod({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+                          "spec": {"containers": [{"name": "c", "resources": {"requests": req}}]}})
+
+    a, b, c = mk("a", "250m", "1Gi"), mk("b", "250m", "1Gi"), mk("c", "0.25", "1Gi")
+    d = mk("d", "250m")
+    assert scheduler_request(a) is scheduler_request(b)
+    assert scheduler_request(c) == scheduler_request(a)
+    assert scheduler_request(d) == {"cpu": 250}
+    assert non_zero_request(d) == (250, 200 * 1024 * 1024)
+    assert non_zero_request(a) == (250, 1024**3)
+    assert pod_requests(d)["cpu"] * 1000 == 250
+
+
+def test_scheduler_perf_bench_runs_and_places_every_pod(capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "bench" / "scheduler_perf.py"
+    spec = importlib.util.spec_from_file_location("scheduler_perf_bench", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses look their module up
+    spec.loader.exec_module(mod)
+    assert mod.main(["--scale", "0.004"]) == 0
+    out = capsys.readouterr().out
+    for name in ("SchedulingBasic", "SchedulingNodeAffinity", "TopologySpreading", "SchedulingPodAntiAffinity"):
+        assert name in out
+    assert "FAILED" not in out and "peak memory:" in out
