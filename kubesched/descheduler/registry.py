@@ -13,10 +13,6 @@ the extension points it may be enabled at follow from those base classes.
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
-from importlib.metadata import entry_points
-
 from kubesched.descheduler.framework import (
     BalancePlugin,
     DeschedulePlugin,
@@ -24,7 +20,7 @@ from kubesched.descheduler.framework import (
     EvictorPlugin,
     SortPlugin,
 )
-from kubesched.errors import InputError
+from kubesched.plugin_registry import LazyRegistry
 
 ENTRY_POINT_GROUP = "kubesched.descheduler_plugins"
 
@@ -63,60 +59,13 @@ POINT_TYPES: dict[str, type[DeschedulerPlugin]] = {
 }
 
 
-def _load(spec: str, what: str) -> type[DeschedulerPlugin]:
-    module_name, _, attr = spec.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-        cls = getattr(module, attr) if attr else None
-    except ImportError as e:
-        raise InputError(f"cannot import {what} from {spec!r}: {e}") from None
-    except AttributeError:
-        cls = None
-    if not isinstance(cls, type) or not issubclass(cls, DeschedulerPlugin):
-        raise InputError(f"{what}: {spec!r} is not a kubesched descheduler plugin class")
-    return cls
+class Registry(LazyRegistry[DeschedulerPlugin]):
+    """Descheduler plugin name → class, imported on first use (a run imports only the plugins it uses)."""
 
-
-class Registry:
-    """Plugin name → plugin class, imported on first use (a run imports only the plugins it uses)."""
-
-    def __init__(self, specs: dict[str, str] | None = None, include_entry_points: bool = True) -> None:
-        self._specs: dict[str, str | Callable[[], type[DeschedulerPlugin]]] = dict(BUILTIN if specs is None else specs)
-        self._loaded: dict[str, type[DeschedulerPlugin]] = {}
-        if include_entry_points:
-            for ep in entry_points(group=ENTRY_POINT_GROUP):
-                self._specs[ep.name] = ep.value
-
-    def register(self, name: str, plugin: type[DeschedulerPlugin] | str) -> None:
-        if isinstance(plugin, str):
-            self._specs[name] = plugin
-            self._loaded.pop(name, None)
-        else:
-            self._loaded[name] = plugin
-            self._specs[name] = f"{plugin.__module__}:{plugin.__qualname__}"
-
-    def register_spec(self, spec: str) -> str:
-        """Load `module:Class` and register it under the class's `name`; returns that name."""
-        cls = _load(spec, "descheduler plugin")
-        name = cls.name or cls.__name__
-        self.register(name, cls)
-        return name
-
-    def __contains__(self, name: str) -> bool:
-        return name in self._specs or name in self._loaded
-
-    def names(self) -> list[str]:
-        return sorted(set(self._specs) | set(self._loaded))
-
-    def get(self, name: str) -> type[DeschedulerPlugin]:
-        cls = self._loaded.get(name)
-        if cls is None:
-            spec = self._specs.get(name)
-            if spec is None:
-                raise KeyError(name)
-            cls = _load(spec, f"descheduler plugin {name}") if isinstance(spec, str) else spec()
-            self._loaded[name] = cls
-        return cls
+    base = DeschedulerPlugin
+    builtin = BUILTIN
+    entry_point_group = ENTRY_POINT_GROUP
+    what = "descheduler plugin"
 
 
 _DEFAULT: Registry | None = None
