@@ -121,7 +121,7 @@ def deschedule_command(snapshot: str, policy: str, metrics: str | None, min_read
 
     gc.freeze()
     try:
-        result = d.run_cycle()
+        result = d.run_cycle(now, metrics=collector)
     finally:
         gc.unfreeze()
     removed: dict[str, list[Any]] = {}

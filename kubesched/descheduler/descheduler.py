@@ -6,6 +6,10 @@ plugins of all profiles run, profile by profile, and then the Balance plugins of
 PodEvictor (the limits) is shared by every plugin of every profile and its counters reset each cycle.
 Evicted pods stay in the cluster state until the cycle ends (upstream's tests see them so); outside
 dry-run the evictions are then applied to the cluster.
+
+One Descheduler may run many cycles (strategies keep state across them: LowNodeLoad's anomaly detectors).
+`run_cycle(now, metrics=..., usage=...)` moves it to the cycle's moment and hands every profile the
+metrics of that moment first; a one-shot run (`kubesched deschedule`) makes the same call once.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from kubesched.descheduler.framework import (
 )
 from kubesched.descheduler.registry import Registry, default_registry
 from kubesched.errors import InputError
+from kubesched.metrics.base import Metrics
 
 DEFAULT_MIN_READY_NODES = 2
 
@@ -121,7 +126,16 @@ class Descheduler:
         """The Ready nodes matching the policy's nodeSelector, in the cluster's order."""
         return nodeutil.ready_nodes(n for n in self.cluster.nodes.values() if self.node_selector.matches(n.labels))
 
-    def run_cycle(self) -> CycleResult:
+    def run_cycle(self, now: datetime | None = None, *, metrics: Any = None,
+                  usage: Metrics | None = None) -> CycleResult:
+        """One descheduling cycle, first moved to its inputs (each left None stays as it was):
+
+        - `now`: the cycle's time (every profile handle's `now`, and `extra["now"]`);
+        - `metrics`: the actual-usage MetricsCollector of this moment (`handle.metrics` when the policy
+          enables KubernetesMetrics, and `extra["metrics_collector"]` for the sorters);
+        - `usage`: a usage reading for load-aware strategies (`extra["metrics"]`: LowNodeLoad).
+        """
+        self._advance(now, metrics, usage)
         self.pod_evictor.reset_counters()
         # Plugins memoise per-cycle answers under this number.
         self.extra["cycle"] = self.extra.get("cycle", 0) + 1
@@ -141,6 +155,20 @@ class Descheduler:
         result.evictions = self.pod_evictor.records[start:]
         self.pod_evictor.commit(result.evictions)
         return result
+
+    def _advance(self, now: datetime | None, metrics: Any, usage: Metrics | None) -> None:
+        if now is not None:
+            self.now = now
+            self.extra["now"] = now
+            for prof in self.profiles:
+                prof.handle.now = now
+        if metrics is not None:
+            self.metrics_collector = metrics
+            self.extra["metrics_collector"] = metrics
+            for prof in self.profiles:
+                prof.handle.metrics = metrics if self.policy.kubernetes_metrics_enabled else None
+        if usage is not None:
+            self.extra["metrics"] = usage
 
     def _run(self, prof: Profile, pl: DeschedulerPlugin, point: str, nodes: list[Node], result: CycleResult) -> None:
         prof.evictor.current_plugin = pl.name or type(pl).__name__

@@ -5,12 +5,16 @@ Samples come from `metrics.k8s.io/v1beta1` NodeMetrics and PodMetrics objects in
 keeps, per node, the first sample as is and then `round(0.9·previous + 0.1·sample)` (cpu in millicores,
 memory in bytes); several samples of one node are applied in timestamp order the same way. Pod usage
 is the latest PodMetrics of the pod, summed over its containers.
+
+A caller that collects on its own (the simulator smooths node usage over its metrics pipeline) builds a
+collector with `MetricsCollector.from_usage(nodes, pods)`: node usage as already collected, and pod usage
+read from any mapping — a lazily computed one is asked only about the pods a strategy looks at.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
 from datetime import datetime
 from fractions import Fraction
@@ -24,6 +28,9 @@ from kubesched.errors import InputError
 
 BETA = 0.9
 METRICS_KINDS = ("NodeMetrics", "PodMetrics")
+
+# "ns/name" → [(container name, usage)]
+PodMetricsTable = Mapping[str, list[tuple[str, dict[str, Fraction]]]]
 
 
 def weighted_average(prev: int, value: int) -> int:
@@ -57,12 +64,12 @@ def _usage(raw: Any, fld: str) -> dict[str, Fraction]:
 class MetricsCollector:
     """Node usage (smoothed) and pod usage from metrics.k8s.io objects."""
 
-    def __init__(self, node_selector: LabelSelector | None = None) -> None:
+    def __init__(self, node_selector: LabelSelector | None = None, *, pods: PodMetricsTable | None = None) -> None:
         self.node_selector = node_selector
         # node → {"cpu": millicores, "memory": bytes}
         self.nodes: dict[str, dict[str, int]] = {}
-        # "ns/name" → [(container name, usage)]
-        self.pods: dict[str, list[tuple[str, dict[str, Fraction]]]] = {}
+        # "ns/name" → [(container name, usage)]: filled by add_objects, or a table the caller gives.
+        self.pods: PodMetricsTable = {} if pods is None else pods
         self._pod_time: dict[str, datetime | None] = {}
         self.has_synced = False
 
@@ -98,6 +105,9 @@ class MetricsCollector:
                         if not isinstance(c, dict):
                             raise InputError("expected a container object", field=f"containers[{i}]")
                         containers.append((str(c.get("name") or ""), _usage(c.get("usage"), f"containers[{i}].usage")))
+                    if not isinstance(self.pods, MutableMapping):
+                        raise TypeError("this collector reads pod usage from the table it was given; "
+                                        "it cannot be fed PodMetrics objects")
                     self.pods[key] = containers
                     self._pod_time[key] = ts
             except InputError as e:
@@ -117,6 +127,18 @@ class MetricsCollector:
         else:
             cur["cpu"] = weighted_average(cur["cpu"], cpu_milli)
             cur["memory"] = weighted_average(cur["memory"], memory)
+
+    @classmethod
+    def from_usage(cls, nodes: Mapping[str, Mapping[str, int]], pods: PodMetricsTable,
+                   node_selector: LabelSelector | None = None) -> MetricsCollector:
+        """A collector that has collected already: per node {"cpu": millicores, "memory": bytes} as the
+        smoothing left them, and pod usage from `pods`, kept as given (it may be computed on demand).
+        It has synced when some node has usage."""
+        mc = cls(node_selector, pods=pods)
+        for name, usage in nodes.items():
+            mc.nodes[name] = {"cpu": int(usage["cpu"]), "memory": int(usage["memory"])}
+        mc.has_synced = bool(mc.nodes)
+        return mc
 
     @classmethod
     def from_cluster(cls, cluster: ClusterState, extra_objects: Iterable[dict[str, Any]] = (),

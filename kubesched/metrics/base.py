@@ -17,6 +17,10 @@ Staleness: every source stamps its data; consumers decide what stale means (`is_
 at `reference_time`: the `--now` the user gave, or the wall clock for a live source. A *captured* source
 (a snapshot or a file) replayed without `--now` is judged at its own moment — its newest timestamp —
 because a capture is one moment: replaying last year's snapshot must not make every metric in it stale.
+
+A consumer is handed usage in one of three ways: a fixed `Metrics` reading (`--metrics`, a snapshot), a
+`MetricsFeed` whose owner pushes each new reading (`set_metrics`) and which the consumer asks for its
+`latest()` each time, or a `MetricsSource` the consumer itself polls (Trimaran's 30-second refresh).
 """
 
 from __future__ import annotations
@@ -325,3 +329,26 @@ class MetricsSource(abc.ABC):
 
     def describe(self) -> str:
         return self.kind
+
+
+class MetricsFeed:
+    """The latest reading of usage that its owner keeps current (a simulator's koordlet reporting every
+    minute, a controller relaying NodeMetric updates, ...).
+
+    Give one as the scheduler Handle's `extra["metrics"]` (instead of a fixed `Metrics` reading) and the
+    load-aware plugins ask it for `latest()` every time they need usage, so each `set_metrics` reaches
+    them at once; `version` counts the readings set. Before the first `set_metrics` there is no reading
+    (plugins see None: no node has metrics).
+    """
+
+    def __init__(self, metrics: Metrics | None = None) -> None:
+        self._metrics = metrics
+        self.version = 0 if metrics is None else 1
+
+    def set_metrics(self, metrics: Metrics | None) -> None:
+        """Replace the reading (consumers see it from their next question on)."""
+        self._metrics = metrics
+        self.version += 1
+
+    def latest(self) -> Metrics | None:
+        return self._metrics

@@ -40,6 +40,7 @@ from kubesched.api.snapshot import Snapshot, load_snapshot, parse_objects
 from kubesched.cluster.state import ClusterState
 from kubesched.config.scheduler_config import SchedulerConfig, default_config, parse_scheduler_config
 from kubesched.errors import InputError
+from kubesched.metrics.base import MetricsFeed
 from kubesched.sim import controllers as ctl
 from kubesched.sim.controllers import Controller, SimPod
 from kubesched.sim.defaulting import admit_pod, default_workload
@@ -237,10 +238,14 @@ class Engine:
         for o in snap.others:
             if getattr(o, "kind", "") in ("NodeMetrics", "PodMetrics"):
                 self._note_snapshot_metrics(o.raw)
+        self._load_sources()
         # The scheduler, after the nodes and before any pod, so its queue sees every pod.
         self.sched = self._sched_cls(self.cluster, self.sched_config, seed=self.seed, clock=self.clock,
-                                     extra={"now": self.s.start, "snapshot": snap})
-        self._attach_load_sources()
+                                     extra={"now": self.s.start, "snapshot": snap,
+                                            "load_watcher": self.watcher_source, "metrics": self.koordlet_feed})
+        # koord-scheduler's LoadAwareScheduling reads koordlet's NodeMetric, reported every minute.
+        self._koord_plugins = [p for fwk in self.sched.frameworks.values() for p in fwk.plugins.values()
+                               if getattr(p, "name", "") == "LoadAwareScheduling"]
         self.cluster.listeners.append(self._on_cluster_event)
         self._snapshot_pods(snap)
         self._workload_controllers()
@@ -309,7 +314,10 @@ class Engine:
 
     # ------------------------------------------------------------ load-aware sources
 
-    def _attach_load_sources(self) -> None:
+    def _load_sources(self) -> None:
+        """The pipeline and what load-aware components read of it, handed to the scheduler as its Handle's
+        services: Trimaran's collectors poll `load_watcher` every 30 s of the scheduler clock;
+        LoadAwareScheduling asks the `metrics` feed, which each koordlet report replaces."""
         ms = self.s.metrics
         horizon = max(v.window + v.delay for v in (ms.default, ms.metrics_server, ms.load_watcher, ms.koordlet))
         self.pipeline = MetricsPipeline(ms.sampling_interval, horizon)
@@ -317,29 +325,10 @@ class Engine:
                                                None, "load-watcher", watcher_form=True)
         self.koordlet_source = SimMetricsSource(self.pipeline, ms.koordlet, self.epoch, self._node_info_list,
                                                 self._pod_info_list, "koordlet", watcher_form=False)
-        # Trimaran's collectors read a live source every 30s of the scheduler clock; give them ours.
-        attached = 0
-        for fwk in self.sched.frameworks.values():
-            fwk.handle.extra["metrics_source"] = self.koordlet_source
-            for plugin in fwk.plugins.values():
-                for attr in ("collector", "_collector"):
-                    col = getattr(plugin, attr, None)
-                    if col is not None and hasattr(col, "source") and hasattr(col, "_fixed"):
-                        col.source = self.watcher_source
-                        col._fixed = False
-                        col._metrics = None
-                        attached += 1
-        self._load_aware_plugins = attached
-        # koord-scheduler's LoadAwareScheduling reads koordlet's NodeMetric, reported every minute.
-        self._koord_plugins = [p for fwk in self.sched.frameworks.values() for p in fwk.plugins.values()
-                               if getattr(p, "name", "") == "LoadAwareScheduling"]
+        self.koordlet_feed = MetricsFeed()
 
     def _koordlet_report(self) -> None:
-        m = self.koordlet_source.fetch(self.now_dt())
-        for fwk in self.sched.frameworks.values():
-            fwk.handle.extra["metrics"] = m
-        for p in self._koord_plugins:
-            p._metrics = (m,)  # type: ignore[attr-defined]  # the plugin caches the NodeMetrics it read; this is the next report
+        self.koordlet_feed.set_metrics(self.koordlet_source.fetch(self.now_dt()))
         self._push(self.t + self.s.metrics.watcher_refresh, ORDER_SAMPLE, self._koordlet_report)
 
     def _node_info_list(self) -> list[tuple[int, str, int, int]]:
@@ -1028,10 +1017,9 @@ class Engine:
     def _metrics_collector(self) -> Any:
         from kubesched.descheduler.metricscollector import MetricsCollector
 
-        mc = MetricsCollector()
-        for name, nid in self.node_ids.items():
-            if self.node_present[nid] and nid < len(self.ema_seen) and self.ema_seen[nid]:
-                mc.nodes[name] = {"cpu": int(self.ema_cpu[nid]), "memory": int(self.ema_mem[nid])}
+        nodes = {name: {"cpu": int(self.ema_cpu[nid]), "memory": int(self.ema_mem[nid])}
+                 for name, nid in self.node_ids.items()
+                 if self.node_present[nid] and nid < len(self.ema_seen) and self.ema_seen[nid]}
         view = self.pipeline.node_view(self.s.metrics.metrics_server, self.t)
 
         def locate(key: str) -> tuple[int, int] | None:
@@ -1040,9 +1028,8 @@ class Engine:
                 return None
             return sp.slot, self.serial[sp.key]
 
-        mc.pods = LazyPodMetrics(view, locate, lambda: [k for k, sp in self.pods.items() if sp.slot >= 0])  # type: ignore[assignment]
-        mc.has_synced = bool(mc.nodes)
-        return mc
+        return MetricsCollector.from_usage(
+            nodes, LazyPodMetrics(view, locate, lambda: [k for k, sp in self.pods.items() if sp.slot >= 0]))
 
     # ------------------------------------------------------------ kubelet
 
@@ -1250,21 +1237,12 @@ class Engine:
         d = self._descheduler
         if d is None:
             d = Descheduler(self.cluster, self.policy, now=now, metrics=collector, scheduler_config=self.sched_config,
-                            seed=self.seed, dry_run=True, enforce_pdbs=True,
-                            extra={"now": now, "metrics_source": self.koordlet_source})
+                            seed=self.seed, dry_run=True, enforce_pdbs=True, extra={"now": now})
             self._descheduler = d
         # One descheduler for the whole run (strategies keep state across cycles, e.g. LowNodeLoad's anomaly
         # detector); each cycle moves its clock and hands it the metrics of the moment.
-        d.now = now
-        d.metrics_collector = collector
-        d.extra["now"] = now
-        d.extra["metrics_collector"] = collector
-        if self._policy_wants_koordlet:
-            d.extra["metrics"] = self.koordlet_source.fetch(now)
-        for prof in d.profiles:
-            prof.handle.now = now
-            prof.handle.metrics = collector if self.policy.kubernetes_metrics_enabled else None
-        result = d.run_cycle()
+        usage = self.koordlet_source.fetch(now) if self._policy_wants_koordlet else None
+        result = d.run_cycle(now, metrics=collector, usage=usage)
         self.descheduler_cycles += 1
         grace = float(self.policy.grace_period_seconds) if self.policy.grace_period_seconds is not None else None
         for r in result.evictions:

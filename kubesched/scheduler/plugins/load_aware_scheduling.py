@@ -17,8 +17,11 @@ optimisation); a node whose metrics are older than `nodeMetricExpirationSeconds`
 Score: the weighted mean over resources of (allocatable - estimated) × 100 / allocatable (integer
 arithmetic), plus `dominantResourceWeight` × the smallest of them; 0 for nodes without fresh metrics.
 
-Usage comes from `--metrics`, else the snapshot: koordinator NodeMetric objects (slo.koordinator.sh) or
-metrics.k8s.io NodeMetrics/PodMetrics (update time = the NodeMetrics timestamp, report interval 60 s).
+Usage comes from the scheduler Handle's `extra["metrics"]`, else the snapshot: koordinator NodeMetric
+objects (slo.koordinator.sh) or metrics.k8s.io NodeMetrics/PodMetrics (update time = the NodeMetrics
+timestamp, report interval 60 s). `extra["metrics"]` is either a fixed `Metrics` reading (`--metrics`),
+read once, or a `MetricsFeed` (kubesched.metrics.base) whose `latest()` reading the plugin asks for every
+time it needs usage — koordlet reporting a new NodeMetric is the feed owner's `set_metrics` call.
 """
 
 from __future__ import annotations
@@ -34,7 +37,14 @@ from kubesched.api.objects import Node, Pod, parse_time
 from kubesched.api.resources import pod_limits, pod_requests
 from kubesched.cluster.state import ClusterState, NodeInfo
 from kubesched.errors import InputError
-from kubesched.metrics.base import Metrics, absolute_usage, clock_datetime, parse_duration, reference_time
+from kubesched.metrics.base import (
+    Metrics,
+    MetricsFeed,
+    absolute_usage,
+    clock_datetime,
+    parse_duration,
+    reference_time,
+)
 from kubesched.scheduler.framework import (
     MAX_NODE_SCORE,
     ClusterEvent,
@@ -192,6 +202,10 @@ class LoadAwareScheduling(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlu
         self._tables: dict[tuple[bool, str, float], _Table] = {}
         self._static: tuple[Any, np.ndarray, np.ndarray] | None = None
         self._profiles: dict[str, tuple[Node, Any]] = {}
+        # The reading in use and its number (caches key on the number: a new reading invalidates them).
+        self._reading: Metrics | None = None
+        self._reading_version = 0
+        self._read_fixed = False
         for pod in handle.cluster.pods.values():
             if pod.node_name:
                 self.assign(pod.node_name, pod)
@@ -357,23 +371,31 @@ class LoadAwareScheduling(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlu
     # ------------------------------------------------------------ metrics
 
     def metrics(self) -> Metrics | None:
-        cached = getattr(self, "_metrics", None)
-        if cached is not None:
-            return cached[0]
+        """The NodeMetric reading to judge by: a MetricsFeed's latest (asked every time), else the fixed
+        reading of `--metrics` or the snapshot (read once)."""
         given = self.handle.extra.get("metrics")
-        m: Metrics | None
-        if isinstance(given, Metrics):
-            m = given
-        else:
-            from kubesched.metrics.kubernetes_metrics import snapshot_metrics
+        if isinstance(given, MetricsFeed):
+            latest = given.latest()
+            if latest is not self._reading:
+                self._use(latest)
+            return latest
+        if not self._read_fixed:
+            self._read_fixed = True
+            if isinstance(given, Metrics):
+                self._use(given)
+            else:
+                from kubesched.metrics.kubernetes_metrics import snapshot_metrics
 
-            m = snapshot_metrics(self.handle.extra.get("snapshot"))
+                self._use(snapshot_metrics(self.handle.extra.get("snapshot")))
+        return self._reading
+
+    def _use(self, m: Metrics | None) -> None:
         if m is not None:
             from kubesched.metrics.kubernetes_metrics import attach_nodes
 
             attach_nodes(m, {p.key: p.node_name for p in self.handle.cluster.pods.values() if p.node_name})
-        self._metrics = (m,)
-        return m
+        self._reading = m
+        self._reading_version += 1
 
     def _now(self) -> float:
         """The moment metric freshness is judged at (a capture replayed without --now: its own moment)."""
@@ -382,7 +404,7 @@ class LoadAwareScheduling(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlu
     def node_state(self, node: Node) -> NodeState:
         """The node's metric and the sums over its assigned pods (podAssignCache's nodeInfo)."""
         metrics = self.metrics()
-        key = (id(metrics), node.name)
+        key = (self._reading_version, node.name)
         cached = self._states.get(node.name)
         if cached is not None and cached[0] == key:
             return cached[1]
@@ -591,7 +613,8 @@ class LoadAwareScheduling(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlu
     def _table(self, cluster: ClusterState, prod: bool, agg_type: str, agg_duration: float) -> _Table:
         """The existing-estimate table of one variant, rebuilt when nodes change, rows refreshed when dirty."""
         variant = (prod, agg_type, agg_duration)
-        key = (id(self.metrics()), cluster.node_generation, cluster.num_nodes)
+        self.metrics()
+        key = (self._reading_version, cluster.node_generation, cluster.num_nodes)
         t = self._tables.get(variant)
         infos = cluster.node_infos
         if t is None or t.key != key:

@@ -1,15 +1,19 @@
 """Trimaran's Collector: where a plugin's node metrics come from, refreshed, and judged for staleness.
 
-Sources, first that applies (upstream has only the plugin's own TrimaranSpec; `--metrics` is kubesched's
-way to replay a capture):
+Sources, first that applies (upstream has only the plugin's own TrimaranSpec; the Handle's services are
+how kubesched replays a capture or plugs in a simulated load-watcher):
 
-1. `--metrics` (the Handle's `extra["metrics"]`): one reading, used as is.
-2. `watcherAddress`: a load-watcher service, `GET <address>/watcher`.
-3. `metricProvider.type: Prometheus`: load-watcher's Prometheus queries against `metricProvider.address`.
-4. `metricProvider.type: KubernetesMetricsServer` (the default): the cluster's metrics-server at
+1. The Handle's `extra["load_watcher"]`: a `MetricsSource` the caller runs (the simulator's load-watcher
+   view), polled like a live source below, in place of the one the args configure.
+2. The Handle's `extra["metrics"]`: a `Metrics` reading (`--metrics`), used as is; or a `MetricsFeed`,
+   whose `latest()` reading is asked for every time (its owner calls `set_metrics` for each new one).
+3. `watcherAddress`: a load-watcher service, `GET <address>/watcher`.
+4. `metricProvider.type: Prometheus`: load-watcher's Prometheus queries against `metricProvider.address`.
+5. `metricProvider.type: KubernetesMetricsServer` (the default): the cluster's metrics-server at
    `metricProvider.address` when one is given, else the NodeMetrics objects in the snapshot.
 
-Live sources are read again every 30 seconds of the scheduler's clock (metricsUpdateIntervalSeconds).
+The Handle's services are read when the plugin is built (give them in the Scheduler's `extra`). Live
+sources are read again every 30 seconds of the scheduler's clock (metricsUpdateIntervalSeconds).
 A failed read keeps the previous reading, as upstream does; a first read that fails leaves the plugin
 without metrics, so every node scores the minimum (upstream logs "Metrics not available from watcher").
 
@@ -35,6 +39,7 @@ from kubesched.metrics.base import (
     MEMORY_TYPE,
     Metric,
     Metrics,
+    MetricsFeed,
     MetricsSource,
     clock_datetime,
     is_stale,
@@ -130,11 +135,14 @@ class Collector:
         self.handle = handle
         self.plugin = plugin
         given = handle.extra.get("metrics")
-        self.source: MetricsSource | None = None
-        self._metrics: Metrics | None = given if isinstance(given, Metrics) else None
+        live = handle.extra.get("load_watcher")
+        # Exactly one of: a live source polled every interval, a feed asked each time, a fixed reading.
+        self.source: MetricsSource | None = live if isinstance(live, MetricsSource) else None
+        self.feed: MetricsFeed | None = given if self.source is None and isinstance(given, MetricsFeed) else None
+        self._metrics: Metrics | None = given if self.source is None and isinstance(given, Metrics) else None
         self._fetched_at: float | None = None
         self._fixed = self._metrics is not None
-        if not self._fixed:
+        if self.source is None and self.feed is None and not self._fixed:
             self.source = _source(spec)
             if self.source is None:
                 from kubesched.metrics.kubernetes_metrics import snapshot_metrics
@@ -153,6 +161,13 @@ class Collector:
         return clock_datetime(self.handle.now(), self.handle.extra.get("now"))
 
     def metrics(self) -> Metrics | None:
+        """The reading the formulas use now (a feed's latest, a live source's last, or the fixed one)."""
+        if self.feed is not None:
+            latest = self.feed.latest()
+            if latest is not self._metrics:
+                self._metrics = latest
+                self._version += 1
+            return latest
         if self._fixed or self.source is None:
             return self._metrics
         t = self.handle.now()
