@@ -58,6 +58,10 @@ def effective_pod_protections(args: dict[str, Any]) -> list[str]:
     return out
 
 
+def _protects(constraint: Constraint) -> Callable[[Pod], bool]:
+    return lambda p: constraint(p) is not None
+
+
 class DefaultEvictor(EvictorPlugin):
     name = "DefaultEvictor"
 
@@ -69,6 +73,13 @@ class DefaultEvictor(EvictorPlugin):
         self.no_eviction_policy = a.get("noEvictionPolicy") or ""
         self.protections = effective_pod_protections(a)
         self.constraints: list[Constraint] = []
+        # The same checks as `constraints`, as yes/no answers for `filter`: the built-in protections that only
+        # read the pod's own fields are answered by one function (`_basic_protected`), set up from these.
+        self._protected_checks: list[Callable[[Pod], bool]] = []
+        self._critical_at: int | None = None  # priority from which a pod is protected (critical or threshold)
+        self._protect_bare = False  # no ownerRefs protects the pod
+        self._protect_local_storage = False
+        self._protect_daemonset = False
         self._add_protection_constraints()
         self._add_label_selector_constraint()
         self._add_min_replicas_constraint()
@@ -110,12 +121,16 @@ class DefaultEvictor(EvictorPlugin):
         cluster = self.handle.cluster
         if SYSTEM_CRITICAL_PODS in enabled:
             threshold = self._priority_threshold()
+            self._critical_at = min(threshold, podutil.SYSTEM_CRITICAL_PRIORITY)
             self.constraints.append(
                 lambda p: "pod has system critical priority and is protected against eviction"
                 if podutil.is_critical_priority_pod(p) else None)
             self.constraints.append(
                 lambda p: None if podutil.is_pod_evictable_based_on_priority(p, threshold)
                 else "pod has higher priority than specified priority class threshold")
+        self._protect_bare = FAILED_BARE_PODS in enabled
+        self._protect_local_storage = PODS_WITH_LOCAL_STORAGE in enabled
+        self._protect_daemonset = DAEMONSET_PODS in enabled
         if FAILED_BARE_PODS in enabled:
             self.constraints.append(lambda p: "pod does not have any ownerRefs" if not podutil.owner_ref(p) else None)
         else:
@@ -128,6 +143,7 @@ class DefaultEvictor(EvictorPlugin):
         if DAEMONSET_PODS in enabled:
             self.constraints.append(lambda p: "daemonset pods are protected against eviction"
                                     if podutil.is_daemonset_pod(podutil.owner_ref(p)) else None)
+        basic = len(self.constraints)
         if PODS_WITH_PVC in enabled:
             protected = self._protected_storage_classes()
             if not protected:
@@ -143,6 +159,7 @@ class DefaultEvictor(EvictorPlugin):
             self.constraints.append(
                 lambda p: "pod has ResourceClaims and descheduler is configured to protect ResourceClaims pods"
                 if podutil.is_pod_with_resource_claims(p) else None)
+        self._protected_checks.extend(_protects(c) for c in self.constraints[basic:])
 
     def _protected_storage_classes(self) -> set[str]:
         pp = self.args.get("podProtections") or {}
@@ -175,6 +192,7 @@ class DefaultEvictor(EvictorPlugin):
             return
         self.constraints.append(lambda p: None if sel.matches(p.labels)
                                 else "pod labels do not match the labelSelector filter in the policy parameter")
+        self._protected_checks.append(lambda p: not sel.matches(p.labels))
 
     def _add_min_replicas_constraint(self) -> None:
         min_replicas = int(self.args.get("minReplicas") or 0)
@@ -206,6 +224,7 @@ class DefaultEvictor(EvictorPlugin):
             return None
 
         self.constraints.append(check)
+        self._protected_checks.append(_protects(check))
 
     def _add_min_pod_age_constraint(self) -> None:
         raw = self.args.get("minPodAge")
@@ -233,6 +252,7 @@ class DefaultEvictor(EvictorPlugin):
             return None
 
         self.constraints.append(check)
+        self._protected_checks.append(_protects(check))
 
     # ------------------------------------------------------------ extension points
 
@@ -273,16 +293,38 @@ class DefaultEvictor(EvictorPlugin):
         return hit
 
     def _filter(self, pod: Pod) -> bool:
-        if podutil.have_evict_annotation(pod):
-            return True
-        if self.no_eviction_policy == "Mandatory" and podutil.have_no_eviction_annotation(pod):
+        # filter_reasons(pod) == [], with the built-in checks inlined (this runs on most pods of a cycle).
+        meta = pod.meta
+        annotations = meta.annotations
+        if annotations:
+            if podutil.EVICT_POD_ANNOTATION in annotations:
+                return True
+            if self.no_eviction_policy == "Mandatory" and podutil.PREFER_NO_EVICTION_ANNOTATION in annotations:
+                return False
+            if podutil.is_mirror_pod(pod) or podutil.is_static_pod(pod):
+                return False
+        if meta.deletion_timestamp is not None or self._basic_protected(pod):
             return False
-        if podutil.is_mirror_pod(pod) or podutil.is_static_pod(pod) or podutil.is_pod_terminating(pod):
-            return False
-        for c in self.constraints:
-            if c(pod) is not None:
+        for protected in self._protected_checks:
+            if protected(pod):
                 return False
         return True
+
+    def _basic_protected(self, pod: Pod) -> bool:
+        """The system-critical/priority, bare-pod, local-storage and DaemonSet protections, as enabled."""
+        critical_at = self._critical_at
+        if critical_at is not None and pod.priority is not None and pod.priority >= critical_at:
+            return True
+        owners = pod.meta.owner_references
+        if not owners and (self._protect_bare or pod.phase != "Failed"):
+            return True
+        if self._protect_local_storage and pod.volumes and podutil.is_pod_with_local_storage(pod):
+            return True
+        if self._protect_daemonset:
+            for o in owners:
+                if o.kind == "DaemonSet":
+                    return True
+        return False
 
     def candidate_nodes(self) -> list[Node]:
         """ReadyNodes under this evictor's nodeSelector, over every node of the cluster."""

@@ -8,6 +8,7 @@ ceil(occurrences / feasible nodes) of the owner's pods and the rest are evicted.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -23,7 +24,6 @@ from kubesched.descheduler.plugins._common import (
     StrategyArgs,
     all_of,
     args_dict,
-    by_name,
     check_known_fields,
     evict,
     get_namespaces,
@@ -77,41 +77,62 @@ class RemoveDuplicates(BalancePlugin, StrategyArgs):
         # Pass 1, before the evictor's filters (which only remove pods): where a signature occurs twice on a
         # node, and the owners of such pods. No other node can hold a duplicate, and no other owner can have
         # one, so pass 2 filters and compares only those; pass 3 completes the owners' counts elsewhere.
+        # Equal signatures have the same owners, and an owner key names its owner: signatures are computed
+        # only for pods whose owner name repeats on their node (pass 1) or names an owner of interest (2, 3).
         possible: set[OwnerKey] = set()
+        # Each node's owned pods, and whether the node holds duplicates.
         owned_by_node: list[tuple[Node, list[Pod], bool]] = []
+        pods_on = cluster.pods_on
         for node in nodes:
-            seen_here: set[Any] = set()
+            names_here: set[str] = set()
+            repeated: set[str] = set()
             owned: list[Pod] = []
-            collided = False
-            for pod in cluster.pods_on(node.name):
-                owners = pod.meta.owner_references
+            for pod in pods_on(node.name):
+                meta = pod.meta
+                owners = meta.owner_references
                 if not owners or (excluded_kinds and any(o.kind in excluded_kinds for o in owners)):
                     continue
-                if (include and pod.namespace not in include) or (exclude and pod.namespace in exclude):
+                if (include and meta.namespace not in include) or (exclude and meta.namespace in exclude):
                     continue
                 owned.append(pod)
-                owner_keys, signature = _signature(pod)
-                if signature is None:
-                    continue
-                if signature in seen_here:
-                    possible.update(owner_keys)
-                    collided = True
-                else:
-                    seen_here.add(signature)
-            if owned:
-                owned_by_node.append((node, owned, collided))
+                for o in owners:
+                    if o.name in names_here:
+                        repeated.add(o.name)
+                    else:
+                        names_here.add(o.name)
+            if not owned:
+                continue
+            collided = False
+            if repeated:
+                seen_here: set[Any] = set()
+                for pod in _owned_by(owned, repeated):
+                    owner_keys, signature = _signature(pod)
+                    if signature is None:
+                        continue
+                    if signature in seen_here:
+                        possible.update(owner_keys)
+                        collided = True
+                    else:
+                        seen_here.add(signature)
+            owned_by_node.append((node, owned, collided))
         if not possible:
             return Status()
 
+        evictable = self.evictable
         duplicate_pods: dict[OwnerKey, dict[str, list[Pod]]] = {}
         occurrences: dict[OwnerKey, int] = {}
+        possible_names = {owner_key[2] for owner_key in possible}
         for node, owned, collided in owned_by_node:
             if not collided:
                 continue
-            pods = [p for p in owned if not possible.isdisjoint(_signature(p)[0]) and self.evictable(p)]
-            seen: set[Any] = set()
-            for pod in by_name(pods):
+            kept = []
+            for pod in _owned_by(owned, possible_names):
                 owner_keys, signature = _signature(pod)
+                if not possible.isdisjoint(owner_keys) and evictable(pod):
+                    kept.append((pod, owner_keys, signature))
+            kept.sort(key=_name_order)  # stable, as by_name
+            seen: set[Any] = set()
+            for pod, owner_keys, signature in kept:
                 for owner_key in owner_keys:
                     occurrences[owner_key] = occurrences.get(owner_key, 0) + 1
                 if signature is None:
@@ -122,12 +143,13 @@ class RemoveDuplicates(BalancePlugin, StrategyArgs):
                 for owner_key in owner_keys:
                     duplicate_pods.setdefault(owner_key, {}).setdefault(node.name, []).append(pod)
         with_duplicates = set(duplicate_pods)
+        duplicate_names = {owner_key[2] for owner_key in with_duplicates}
         for _node, owned, collided in owned_by_node:
             if collided:
                 continue
-            for pod in owned:
+            for pod in _owned_by(owned, duplicate_names):
                 owner_keys = _signature(pod)[0]
-                if with_duplicates.isdisjoint(owner_keys) or not self.evictable(pod):
+                if with_duplicates.isdisjoint(owner_keys) or not evictable(pod):
                     continue
                 for owner_key in owner_keys:
                     occurrences[owner_key] = occurrences.get(owner_key, 0) + 1
@@ -149,6 +171,20 @@ class RemoveDuplicates(BalancePlugin, StrategyArgs):
                     if outcome == TOTAL_LIMIT:
                         return Status()
         return Status()
+
+
+def _owned_by(pods: list[Pod], names: set[str]) -> Iterator[Pod]:
+    """The pods (in order) with an owner of one of these names."""
+    for pod in pods:
+        for o in pod.meta.owner_references:
+            if o.name in names:
+                yield pod
+                break
+
+
+def _name_order(entry: tuple[Pod, tuple[OwnerKey, ...], Any]) -> tuple[str, str]:
+    meta = entry[0].meta
+    return (meta.name, meta.namespace)
 
 
 def _signature(pod: Pod) -> tuple[tuple[OwnerKey, ...], Any]:

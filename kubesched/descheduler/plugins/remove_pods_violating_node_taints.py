@@ -81,9 +81,14 @@ class RemovePodsViolatingNodeTaints(DeschedulePlugin, StrategyArgs):
         )
 
     def deschedule(self, nodes: list[Node]) -> Status:
+        taint_filter = self.taint_filter
         for node in nodes:
+            # Without a considered taint every pod tolerates the node: nothing to list or filter (the
+            # filters only decide, they change nothing).
+            if not any(taint_filter(t) for t in node.taints):
+                continue
             for pod in list_pods_on_node(self.handle, node.name, self.pod_filter):
-                if tolerations_tolerate_taints_with_filter(pod.tolerations, node.taints, self.taint_filter):
+                if tolerations_tolerate_taints_with_filter(pod.tolerations, node.taints, taint_filter):
                     continue
                 outcome = evict(self.handle, pod, PLUGIN_NAME)
                 if outcome == NODE_LIMIT:
