@@ -10,33 +10,45 @@ from rich.table import Table
 console = Console()
 
 
-def explain_table(data: dict[str, Any]) -> None:
+def explain_table(data: dict[str, Any], max_node_columns: int = 8) -> None:
+    """Two tables that stay readable in a narrow terminal: nodes with their verdicts and totals, then
+    the score of every plugin (rows) on the best nodes (columns)."""
     console.print(f"[bold]pod[/bold] {data['pod']}  profile {data.get('profile')}  "
                   f"selected [bold green]{data.get('selected') or '-'}[/bold green]")
-    score_plugins: list[str] = []
-    for entry in data["nodes"].values():
-        for name in entry["scores"]:
-            if name not in score_plugins:
-                score_plugins.append(name)
-    table = Table(show_lines=False)
-    table.add_column("node")
-    table.add_column("feasible")
-    table.add_column("filter verdicts (failures)")
-    for name in score_plugins:
-        table.add_column(f"{name} ×{data['weights'].get(name, 1)}", justify="right")
-    table.add_column("total", justify="right")
-    rows = sorted(data["nodes"].items(), key=lambda kv: (-(kv[1]["total"] or -1), kv[0]))
+    rows = sorted(data["nodes"].items(), key=lambda kv: (kv[1]["total"] is None, -(kv[1]["total"] or 0), kv[0]))
+    verdicts = Table(title="Filter")
+    verdicts.add_column("node")
+    verdicts.add_column("feasible")
+    verdicts.add_column("total", justify="right")
+    verdicts.add_column("rejected by")
     for node, entry in rows:
         fails = [f"{p}: {'; '.join(s['reasons']) or s['code']}" for p, s in entry["filters"].items()
                  if s["code"] not in ("Success", "Skip")]
-        cells = [node, "yes" if entry["feasible"] else "[red]no[/red]", "\n".join(fails) or "-"]
-        for name in score_plugins:
-            s = entry["scores"].get(name)
-            cells.append("" if s is None else f"{s['normalized']} ({s['raw']})")
-        cells.append("" if entry["total"] is None else str(entry["total"]))
-        table.add_row(*cells)
-    console.print(table)
-    console.print("scores show normalized (raw); the total sums normalized × weight")
+        verdicts.add_row(node, "yes" if entry["feasible"] else "[red]no[/red]",
+                         "" if entry["total"] is None else str(entry["total"]), "\n".join(fails) or "-")
+    console.print(verdicts)
+    shown = [node for node, entry in rows if entry["scores"]][:max_node_columns]
+    if not shown:
+        return
+    plugins: list[str] = []
+    for node in shown:
+        for name in data["nodes"][node]["scores"]:
+            if name not in plugins:
+                plugins.append(name)
+    scores = Table(title="Score: normalized (raw), then × weight into the total")
+    scores.add_column("plugin × weight")
+    for node in shown:
+        scores.add_column(node, justify="right")
+    for name in plugins:
+        cells = [f"{name} ×{data['weights'].get(name, 1)}"]
+        for node in shown:
+            sc = data["nodes"][node]["scores"].get(name)
+            cells.append("" if sc is None else f"{sc['normalized']} ({sc['raw']})")
+        scores.add_row(*cells)
+    scores.add_row("[bold]total[/bold]", *[str(data["nodes"][n]["total"] or "") for n in shown])
+    console.print(scores)
+    if len([1 for _, e in rows if e["scores"]]) > len(shown):
+        console.print(f"(scores shown for the best {len(shown)} nodes; -o json has them all)")
 
 
 def schedule_table(data: dict[str, Any]) -> None:
