@@ -1,4 +1,4 @@
-"""KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) → typed settings.
+"""KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1, and kube-scheduler 1.20's v1beta1) → typed settings.
 
 Profiles are merged with the default plugin set exactly as upstream's `mergePlugins` does (defaults
 first, `disabled` names or `*` removed, a re-enabled default replaced in place, other custom plugins
@@ -11,9 +11,10 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubesched.config import v1beta1
 from kubesched.errors import InputError
 
-API_VERSIONS = ("kubescheduler.config.k8s.io/v1",)
+API_VERSIONS = ("kubescheduler.config.k8s.io/v1", v1beta1.API_VERSION)
 KIND = "KubeSchedulerConfiguration"
 DEFAULT_SCHEDULER = "default-scheduler"
 
@@ -143,7 +144,49 @@ def _percentage(raw: Any, field: str) -> int | None:
     return raw
 
 
-def parse_profile(raw: Any, field: str) -> Profile:
+def default_plugins_v1beta1() -> dict[str, PluginSet]:
+    """kube-scheduler 1.20's default plugins per extension point, in kubesched's names (see config.v1beta1)."""
+    plugins = {p: PluginSet() for p in POINTS}
+    for point, refs in v1beta1.DEFAULTS.items():
+        plugins[point] = PluginSet([PluginRef("NodeResourcesFit" if n in v1beta1.FIT_STRATEGIES else n, w)
+                                    for n, w in refs if n not in v1beta1.DROPPED])
+    return plugins
+
+
+def _v1beta1_names(ps: PluginSet, strategies: list[str]) -> PluginSet:
+    """A v1beta1 plugin set in today's names; the Fit scoring plugins it enables go to `strategies`."""
+    enabled = []
+    for ref in ps.enabled:
+        if ref.name in v1beta1.FIT_STRATEGIES:
+            strategies.append(ref.name)
+            ref = PluginRef("NodeResourcesFit", ref.weight)
+        enabled.append(ref)
+    disabled = ["NodeResourcesFit" if n in v1beta1.FIT_STRATEGIES else n for n in ps.disabled
+                if n not in v1beta1.DROPPED]
+    return PluginSet(enabled, disabled)
+
+
+def _v1beta1_fit_args(plugin_config: dict[str, dict[str, Any]], strategies: list[str], field: str) -> None:
+    """Move the args of NodeResourcesLeastAllocated & co. into NodeResourcesFit's scoringStrategy."""
+    kinds = sorted(set(strategies) | {n for n in plugin_config if n in v1beta1.FIT_STRATEGIES})
+    if len(kinds) > 1:
+        raise InputError(f"{' and '.join(kinds)} cannot both score: today they are one NodeResourcesFit scoring "
+                         "strategy", field=f"{field}.plugins.score")
+    if not kinds or (kinds == ["NodeResourcesLeastAllocated"] and kinds[0] not in plugin_config):
+        return
+    name = kinds[0]
+    args = plugin_config.pop(name, {})
+    strategy: dict[str, Any] = {"type": v1beta1.FIT_STRATEGIES[name]}
+    if "resources" in args:
+        strategy["resources"] = args["resources"]
+    if "shape" in args:
+        strategy["requestedToCapacityRatio"] = {"shape": args["shape"]}
+    fit = dict(plugin_config.get("NodeResourcesFit") or {})
+    fit["scoringStrategy"] = strategy
+    plugin_config["NodeResourcesFit"] = fit
+
+
+def parse_profile(raw: Any, field: str, api_version: str = API_VERSIONS[0]) -> Profile:
     if not isinstance(raw, dict):
         raise InputError("expected a profile object", field=field)
     name = raw.get("schedulerName") or DEFAULT_SCHEDULER
@@ -155,9 +198,15 @@ def parse_profile(raw: Any, field: str) -> Profile:
     if unknown:
         raise InputError(f"unknown extension point {sorted(unknown)[0]!r}; expected one of {', '.join(POINTS)}",
                          field=f"{field}.plugins")
-    defaults = default_plugins()
-    plugins = {p: merge_plugin_set(defaults[p], _parse_plugin_set(plugins_raw.get(p), f"{field}.plugins.{p}"))
-               for p in POINTS}
+    beta = api_version == v1beta1.API_VERSION
+    if beta and "multiPoint" in plugins_raw:
+        raise InputError("v1beta1 has no multiPoint extension point", field=f"{field}.plugins.multiPoint")
+    defaults = default_plugins_v1beta1() if beta else default_plugins()
+    strategies: list[str] = []
+    plugins = {}
+    for p in POINTS:
+        custom = _parse_plugin_set(plugins_raw.get(p), f"{field}.plugins.{p}")
+        plugins[p] = merge_plugin_set(defaults[p], _v1beta1_names(custom, strategies) if beta else custom)
     plugin_config: dict[str, dict[str, Any]] = {}
     pcs = raw.get("pluginConfig") or []
     if not isinstance(pcs, list):
@@ -172,6 +221,8 @@ def parse_profile(raw: Any, field: str) -> Profile:
         if not isinstance(args, dict):
             raise InputError("expected an object", field=f"{f}.args")
         plugin_config[pc["name"]] = copy.deepcopy(args)
+    if beta:
+        _v1beta1_fit_args(plugin_config, strategies, field)
     return Profile(name, plugins, plugin_config,
                    _percentage(raw.get("percentageOfNodesToScore"), f"{field}.percentageOfNodesToScore"))
 
@@ -193,11 +244,12 @@ def _parse(raw: Any, source: str) -> SchedulerConfig:
     if raw.get("kind") != KIND:
         raise InputError(f"expected kind {KIND}, got {raw.get('kind')!r}", field="kind")
     if raw.get("apiVersion") not in API_VERSIONS:
-        raise InputError(f"expected apiVersion {API_VERSIONS[0]}, got {raw.get('apiVersion')!r}", field="apiVersion")
+        raise InputError(f"expected apiVersion {' or '.join(API_VERSIONS)}, got {raw.get('apiVersion')!r}",
+                         field="apiVersion")
     profiles_raw = raw.get("profiles") or [{}]
     if not isinstance(profiles_raw, list):
         raise InputError("expected a list of profiles", field="profiles")
-    profiles = [parse_profile(p, f"profiles[{i}]") for i, p in enumerate(profiles_raw)]
+    profiles = [parse_profile(p, f"profiles[{i}]", raw["apiVersion"]) for i, p in enumerate(profiles_raw)]
     names = [p.scheduler_name for p in profiles]
     for i, n in enumerate(names):
         if n in names[:i]:

@@ -305,7 +305,9 @@ LOWER_BETTER = {"cpuSpreadStdMean", "cpuRangeMean", "cpuSpreadStdFinal", "cpuMax
                 "loopEpisodes", "loopWorkloads"}
 
 
-def render_report(scenario: Any, variants: list[Any], results: list[dict[str, Any]]) -> str:
+def render_report(scenario: Any, variants: list[Any], results: list[dict[str, Any]],
+                  gpu_runs: list[dict[str, Any]] | None = None) -> str:
+    from kubesched.report.gpu_allocation import allocation_section
     from kubesched.sim.runner import TABLE_ROWS, format_cell
 
     names = [r["variant"] for r in results]
@@ -377,6 +379,10 @@ def render_report(scenario: Any, variants: list[Any], results: list[dict[str, An
         out.append(line_chart(f"allocation-{res}", f"Allocated {res} (requests / allocatable, cluster)",
                               lines(k), "pct"))
     out.append("</div>")
+
+    # GPU allocation against arrived demand (report.gpuAllocation): kubesched.report.gpu_allocation
+    if gpu_runs:
+        out.append(allocation_section(scenario, gpu_runs))
 
     # Evictions by component and reason
     out.append("<h2>Evictions by component and reason</h2><table id=\"evictions\"><tr><th>variant</th>"

@@ -225,6 +225,11 @@ class FilterPlugin(Plugin):
         """Vectorised Filter: a bool mask over `rows` (True = passes). None: use the per-node form."""
         return None
 
+    def filter_statuses(self, state: CycleState, pod: Pod, cluster: ClusterState,
+                        rows: np.ndarray) -> list[Status] | None:
+        """The per-node form's statuses for `rows` (nodes this plugin rejects), in bulk. None: ask `filter`."""
+        return None
+
 
 class PostFilterPlugin(Plugin):
     def post_filter(self, state: CycleState, pod: Pod,

@@ -42,6 +42,15 @@ BUILTIN: dict[str, str] = {
     "LoadVariationRiskBalancing": _P + "trimaran.load_variation_risk_balancing:LoadVariationRiskBalancing",
     "LowRiskOverCommitment": _P + "trimaran.low_risk_over_commitment:LowRiskOverCommitment",
     "LoadAwareScheduling": _P + "load_aware_scheduling:LoadAwareScheduling",
+    # GPU sharing: the FGD paper's simulator (hkust-adsl/kubernetes-scheduler-simulator), its names.
+    "Open-Gpu-Share": _P + "gpushare.open_gpu_share:OpenGpuShare",
+    "Simon": _P + "gpushare.simon:Simon",
+    "RandomScore": _P + "gpushare.random_score:RandomScore",
+    "DotProductScore": _P + "gpushare.dot_product_score:DotProductScore",
+    "GpuClusteringScore": _P + "gpushare.gpu_clustering_score:GpuClusteringScore",
+    "GpuPackingScore": _P + "gpushare.gpu_packing_score:GpuPackingScore",
+    "BestFitScore": _P + "gpushare.best_fit_score:BestFitScore",
+    "FGDScore": _P + "gpushare.fgd_score:FGDScore",
 }
 
 

@@ -228,9 +228,28 @@ class Framework:
         return Status()
 
     def first_failure_statuses(self, state: CycleState, pod: Pod, rows: np.ndarray) -> dict[str, Status]:
-        """For nodes that failed, the status of the first plugin (in order) that rejects each."""
+        """For nodes that failed, the status of the first plugin (in order) that rejects each (Success for a
+        node every plugin passes). Every plugin's verdict comes from its mask over `rows`; only the first
+        rejecting plugin of each node is asked why (in bulk when it offers `filter_statuses`)."""
         infos = self.cluster.node_infos
-        return {infos[r].name: self.run_filter_plugins(state, pod, infos[r]) for r in rows}
+        per: dict[str, np.ndarray] = {}
+        self.filter_mask(state, pod, rows, per)
+        found: dict[int, Status] = {}
+        pending = np.ones(len(rows), dtype=bool)
+        for pl in self.active_filters(state):
+            fail = pending & ~per[pl.name]
+            if not fail.any():
+                continue
+            idx = np.flatnonzero(fail)
+            sub = rows[idx]
+            sts = pl.filter_statuses(state, pod, self.cluster, sub)
+            if sts is None:
+                sts = [pl.filter(state, pod, infos[r]) for r in sub]
+            for i, st in zip(idx.tolist(), sts, strict=True):
+                if not st.is_success:
+                    found[i] = st.with_plugin(pl.name)
+                    pending[i] = False
+        return {infos[r].node.name: found.get(i) or Status() for i, r in enumerate(rows.tolist())}
 
     def run_filter_with_nominated_pods(self, state: CycleState, pod: Pod, node_info: NodeInfo,
                                        nominated: list[Pod]) -> Status:

@@ -7,6 +7,7 @@ then PreScore/Score/NormalizeScore with weights and a random choice among the be
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +21,11 @@ from kubesched.scheduler.framework import Code, CycleState, Handle, PostFilterRe
 from kubesched.scheduler.queue import SchedulingQueue
 from kubesched.scheduler.registry import Registry, default_registry
 from kubesched.scheduler.runtime import Framework, ScoreBreakdown, build_frameworks
+
+# How select_host breaks a tie among the best nodes: kube-scheduler draws one at random each time;
+# the fork of kube-scheduler 1.20.5 the FGD paper's simulator runs takes the lowest node name, its node
+# names carrying a seeded random prefix — a fixed preference order over the nodes, drawn from the seed.
+TIE_BREAKS = ("random", "seededNodeOrder")
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
@@ -42,7 +48,11 @@ class FitError(Exception):
         self.pod = pod
         self.num_all_nodes = num_all_nodes
         self.diagnosis = diagnosis
-        super().__init__(self.message())
+        self._histogram: str | None = None
+        super().__init__()
+
+    def __str__(self) -> str:
+        return self.message()
 
     def message(self) -> str:
         msg = NO_NODE_AVAILABLE.format(self.num_all_nodes) + ":"
@@ -50,13 +60,15 @@ class FitError(Exception):
         if d.pre_filter_msg:
             msg += f" {d.pre_filter_msg}."
         else:
-            counts: dict[str, int] = {}
-            for st in d.node_to_status.values():
-                for r in st.reasons:
-                    counts[r] = counts.get(r, 0) + 1
-            hist = sorted(f"{v} {k}" for k, v in counts.items())
-            if hist:
-                msg += f" {', '.join(hist)}."
+            if self._histogram is None:
+                # The reasons of every node, counted (computed once: the statuses do not change).
+                counts: dict[str, int] = {}
+                for st in d.node_to_status.values():
+                    for r in st.reasons:
+                        counts[r] = counts.get(r, 0) + 1
+                self._histogram = ", ".join(sorted(f"{v} {k}" for k, v in counts.items()))
+            if self._histogram:
+                msg += f" {self._histogram}."
         if d.post_filter_msg:
             msg += f" {d.post_filter_msg}."
         return msg
@@ -84,8 +96,14 @@ class Outcome:
 class Scheduler:
     def __init__(self, cluster: ClusterState, config: SchedulerConfig | None = None,
                  registry: Registry | None = None, seed: int = 0, clock: Callable[[], float] | None = None,
-                 extra: dict[str, Any] | None = None) -> None:
+                 extra: dict[str, Any] | None = None, tie_break: str = "random") -> None:
+        if tie_break not in TIE_BREAKS:
+            raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {tie_break!r}")
         self.cluster = cluster
+        self.seed = seed
+        self.tie_break = tie_break
+        self._rank: np.ndarray | None = None
+        self._rank_generation = -1
         self.config = config or default_config()
         self.registry = registry or default_registry()
         self.rng = np.random.default_rng(seed)
@@ -269,14 +287,14 @@ class Scheduler:
         """The status of the first rejecting plugin on each failed node, and the plugins that rejected."""
         statuses = fwk.first_failure_statuses(state, pod, failed)
         for name, fst in statuses.items():
-            if fst.is_success:
+            if fst.code is Code.SUCCESS:
                 # Failed only with nominated pods counted: upstream reports the plugin's status then too.
-                fst = fwk.run_filter_with_nominated_pods(state, pod, self.cluster.node_info_by_name[name],
-                                                         self.nominated_pods_for(name, pod))
-            diagnosis.node_to_status[name] = fst
-            if fst.plugin:
-                (diagnosis.pending_plugins if fst.code is Code.PENDING
-                 else diagnosis.unschedulable_plugins).add(fst.plugin)
+                statuses[name] = fwk.run_filter_with_nominated_pods(state, pod, self.cluster.node_info_by_name[name],
+                                                                    self.nominated_pods_for(name, pod))
+        diagnosis.node_to_status.update(statuses)
+        for plugin, pending in {(st.plugin, st.code is Code.PENDING) for st in statuses.values()}:
+            if plugin:
+                (diagnosis.pending_plugins if pending else diagnosis.unschedulable_plugins).add(plugin)
 
     @staticmethod
     def _prefilter_result_plugins(state: CycleState) -> list[str]:
@@ -287,8 +305,23 @@ class Scheduler:
     def select_host(self, rows: np.ndarray, total: np.ndarray) -> int:
         first = int(total.argmax())
         ties = (total == total[first]).nonzero()[0]
-        pick = first if len(ties) == 1 else ties[int(self.rng.integers(len(ties)))]
+        if len(ties) == 1:
+            pick = first
+        elif self.tie_break == "seededNodeOrder":
+            pick = ties[int(self.node_rank()[rows[ties]].argmin())]
+        else:
+            pick = ties[int(self.rng.integers(len(ties)))]
         return int(rows[pick])
+
+    def node_rank(self) -> np.ndarray:
+        """Per table row, the node's place in a preference order drawn from the seed and the node's name."""
+        if self._rank is None or self._rank_generation != self.cluster.node_generation:
+            seed = str(self.seed).encode()
+            self._rank = np.array([int.from_bytes(hashlib.blake2b(seed + b"\0" + info.name.encode(), digest_size=8)
+                                                  .digest(), "big") >> 1 for info in self.cluster.node_infos],
+                                  dtype=np.int64)
+            self._rank_generation = self.cluster.node_generation
+        return self._rank
 
     def prioritize(self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray) -> ScoreBreakdown:
         if not fwk.score:

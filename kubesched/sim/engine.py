@@ -37,6 +37,8 @@ from kubesched.api.objects import (
 )
 from kubesched.api.resources import pod_limits, scheduler_request
 from kubesched.api.snapshot import Snapshot, load_snapshot, parse_objects
+from kubesched.cluster.gpu import GPU_MILLI, GpuTable
+from kubesched.cluster.gpufrag import typical_pods
 from kubesched.cluster.state import ClusterState
 from kubesched.config.scheduler_config import SchedulerConfig, default_config, parse_scheduler_config
 from kubesched.errors import InputError
@@ -44,6 +46,8 @@ from kubesched.metrics.base import MetricsFeed
 from kubesched.sim import controllers as ctl
 from kubesched.sim.controllers import Controller, SimPod
 from kubesched.sim.defaulting import admit_pod, default_workload
+from kubesched.sim.gpu_allocation import GpuAllocationRecorder
+from kubesched.sim.inflation import tune_pods
 from kubesched.sim.loops import Binding, Eviction
 from kubesched.sim.metrics import LazyPodMetrics, MetricsPipeline, Sample, SimMetricsSource, smooth
 from kubesched.sim.recorder import Recorder
@@ -89,6 +93,7 @@ class RunResult:
     descheduler_cycles: int
     end: float
     notes: list[str]
+    gpu: dict[str, Any] | None = None  # GPU allocation / fragmentation by arrived demand (report.gpuAllocation)
 
 
 class Engine:
@@ -242,7 +247,11 @@ class Engine:
         # The scheduler, after the nodes and before any pod, so its queue sees every pod.
         self.sched = self._sched_cls(self.cluster, self.sched_config, seed=self.seed, clock=self.clock,
                                      extra={"now": self.s.start, "snapshot": snap,
-                                            "load_watcher": self.watcher_source, "metrics": self.koordlet_feed})
+                                            "load_watcher": self.watcher_source, "metrics": self.koordlet_feed},
+                                     tie_break=self.s.tie_break)
+        self.gpu_recorder = (GpuAllocationRecorder(self.cluster, self.s.report.gpu_fragmentation)
+                             if self.s.report.gpu_allocation else None)
+        self._gpu_shapes: list[tuple[int, int, int, str]] = []
         # koord-scheduler's LoadAwareScheduling reads koordlet's NodeMetric, reported every minute.
         self._koord_plugins = [p for fwk in self.sched.frameworks.values() for p in fwk.plugins.values()
                                if getattr(p, "name", "") == "LoadAwareScheduling"]
@@ -671,6 +680,9 @@ class Engine:
         if getattr(obj, "kind", "") != "Pod":
             return
         sp = self.pods.get(obj.key)
+        if sp is not None and action == "update" and sp.pod is not obj and not sp.gone:
+            # Someone replaced the pod object (the GPU-share Reserve records its devices): follow it.
+            sp.pod = obj
         if sp is None or sp.pod is not obj:
             return
         if action == "bind":
@@ -1258,9 +1270,16 @@ class Engine:
     # ------------------------------------------------------------ pod traces
 
     def _schedule_trace(self, spec: Any) -> None:
-        pods = load_pod_trace(spec)
+        rng = np.random.default_rng([self.seed, 7])
+        pods = load_pod_trace(spec, rng)
+        if spec.gpu is not None:
+            # FGD's target workload: the trace's pod shapes (before inflation), as upstream's typical pods.
+            self._gpu_shapes.extend(p.gpu_shape for p in pods if p.gpu_shape is not None)
+            g = spec.gpu
+            GpuTable.of(self.cluster).target = typical_pods(self._gpu_shapes, g.popularity_threshold,
+                                                            g.increase_step, g.include_cpu_pods, g.gpu_res_weight)
         if spec.inflate is not None:
-            pods = self._inflate(spec, pods)
+            pods = self._inflate(spec, pods, rng)
         ns = str((spec.template.get("metadata") or {}).get("namespace") or "default")
         workload = f"PodTrace/{spec.name}"
         for res in sorted({r for p in pods for r in p.requests}):
@@ -1271,31 +1290,24 @@ class Engine:
                 continue
             self._push(max(p.arrival, 0.0), ORDER_POD, self._trace_arrive, spec, p, ns, workload)
 
-    def _inflate(self, spec: Any, pods: list[TracePod]) -> list[TracePod]:
-        """Sample more pods (with replacement, seeded) until the demand reaches factor × capacity."""
+    def _inflate(self, spec: Any, pods: list[TracePod], rng: np.random.Generator) -> list[TracePod]:
+        """Thin or extend the trace to factor × capacity of the resource (kubesched.sim.inflation)."""
         res, factor = spec.inflate
         cap = sum(float(info.allocatable.get(res, 0)) for info in self.cluster.node_infos)
         if cap <= 0 or not pods:
             return pods
-        demand = sum(float(p.requests.get(res, 0)) for p in pods)
-        rng = np.random.default_rng([self.seed, 7])
-        out = list(pods)
-        i = 0
-        if not any(p.requests.get(res) for p in pods):
-            return pods
-        while demand < factor * cap:
-            src = pods[int(rng.integers(len(pods)))]
-            i += 1
-            t = out[-1].arrival + (spec.interval if spec.timing == "sequential" else 0.0)
-            out.append(TracePod(f"{src.name}-x{i}", t, None, dict(src.requests), list(src.affinity_values)))
-            demand += float(src.requests.get(res, 0))
-        return out
+        interval = spec.interval if spec.timing == "sequential" else 0.0
+        if spec.gpu is not None and res == GPU_MILLI:
+            return tune_pods(pods, lambda p: float(p.gpu_demand), lambda p: float(p.gpu_shape[1] if p.gpu_shape else 0),
+                             factor * cap, rng, interval)
+        return tune_pods(pods, lambda p: float(p.requests.get(res, 0)), lambda p: float(p.requests.get(res, 0)),
+                         factor * cap, rng, interval)
 
     def _trace_arrive(self, spec: Any, p: TracePod, ns: str, workload: str) -> None:
         raw = pod_trace_manifest(spec, p, ns)
         # Trace pods with the same requests and affinity are copies of one admitted pod.
         self._trace_shape = (workload, tuple(sorted((k, str(v)) for k, v in p.requests.items())),
-                             tuple(p.affinity_values))
+                             tuple(p.affinity_values), tuple(sorted(p.annotations.items())))
         try:
             sp = self.create_pod(raw, None, f"{workload}/{p.name}", -1, None, workload)
         finally:
@@ -1463,7 +1475,8 @@ class Engine:
             self._record()
         self.rec.node_names = list(self.node_names)
         return RunResult(s.name, self.variant.name, self.rec, list(self.node_names), self.alloc_cpu.copy(),
-                         self.alloc_mem.copy(), self.descheduler_cycles, self.t, self.notes)
+                         self.alloc_mem.copy(), self.descheduler_cycles, self.t, self.notes,
+                         self.gpu_recorder.finish() if self.gpu_recorder is not None else None)
 
     def job_finished(self, job: Controller, how: str) -> None:
         self.rec.event(self.t, f"job{how}", workload=job.workload)

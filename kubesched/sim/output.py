@@ -120,3 +120,12 @@ def write_variant(folder: Path, data: dict[str, Any], parquet: bool) -> list[str
             "reason": [e["reason"] for e in ev]})
         written += ["series.parquet", "nodes.parquet", "evictions.parquet"]
     return written
+
+
+def write_gpu_allocation(folder: Path, gpu: dict[str, Any]) -> None:
+    """`gpu_allocation.csv`: every sample (arrived and used milli-GPU, fragmentation), one per pod arrival."""
+    frag = gpu.get("fragmentation") or []
+    header = ["arrived_milli_gpu", "used_milli_gpu"] + (["fragmentation_milli_gpu"] if frag else [])
+    rows = [[a, u] + ([frag[i]] if frag else []) for i, (a, u) in enumerate(zip(gpu["arrived"], gpu["used"],
+                                                                                strict=True))]
+    write_csv(folder / "gpu_allocation.csv", header, rows)

@@ -90,27 +90,40 @@ def _init_worker(queue: Any) -> None:
 
 
 def run_variant(scenario_path: str, variant: VariantSpec, out_dir: str | None, parquet: bool,
-                overrides: dict[str, Any]) -> dict[str, Any]:
-    """Run one variant; write its files; return what the comparison and the report need."""
+                overrides: dict[str, Any], label: str | None = None) -> dict[str, Any]:
+    """Run one variant (one seed); write its files under `variants/<label>`; return what the comparison and
+    the report need."""
     from kubesched.sim.engine import Engine
-    from kubesched.sim.output import write_variant
+    from kubesched.sim.output import write_gpu_allocation, write_variant
 
     s = load_scenario(scenario_path)
     s = apply_overrides(s, overrides)
+    name = label or variant.name
     last = [-1.0]
 
     def progress(frac: float) -> None:
         if _QUEUE is not None and frac - last[0] >= 0.01:
             last[0] = frac
-            _QUEUE.put((variant.name, frac))
+            _QUEUE.put((name, frac))
 
     result = Engine(s, variant, progress).run()
     data = collect(result, s)
+    data["run"] = name
     if out_dir is not None:
-        write_variant(Path(out_dir) / "variants" / variant.name, data, parquet)
+        folder = Path(out_dir) / "variants" / name
+        write_variant(folder, data, parquet)
+        if data["gpu"] is not None:
+            write_gpu_allocation(folder, data["gpu"])
     if _QUEUE is not None:
-        _QUEUE.put((variant.name, 1.0))
+        _QUEUE.put((name, 1.0))
     return data
+
+
+def run_seeds(s: Scenario, overrides: dict[str, Any]) -> tuple[int, ...]:
+    """The seeds to run each variant with: `--seed`, else the scenario's seeds, else its seed."""
+    if overrides.get("seed") is not None:
+        return (int(overrides["seed"]),)
+    return s.seeds or (s.seed,)
 
 
 def apply_overrides(s: Scenario, overrides: dict[str, Any]) -> Scenario:
@@ -130,8 +143,13 @@ def collect(result: Any, s: Scenario) -> dict[str, Any]:
     summary = rec.summary(loops)
     summary["deschedulerEvictions"] = sum(1 for e in rec.evictions if e.component == "descheduler")
     summary["deschedulerCycles"] = result.descheduler_cycles
+    gpu_traces = [pt for pt in s.pod_traces if pt.gpu is not None]
     return {
         "variant": result.variant,
+        "seed": s.seed,
+        "workload": Path(gpu_traces[0].file).stem if gpu_traces else s.name,
+        "tune": next((pt.inflate[1] for pt in gpu_traces if pt.inflate is not None), 1.0),
+        "gpu": result.gpu,
         "summary": summary,
         "loops": [f.to_json() for f in loops],
         "series": rec.series(),
@@ -159,6 +177,7 @@ def simulate(scenario_path: str, cli_variants: list[str], out_dir: str | None, j
 
     s = apply_overrides(load_scenario(scenario_path), overrides or {})
     variants = resolve_variants(s, cli_variants)
+    seeds = run_seeds(s, overrides or {})
     for v in variants:
         try:
             check_variant(s, v)
@@ -169,27 +188,42 @@ def simulate(scenario_path: str, cli_variants: list[str], out_dir: str | None, j
     out = Path(out_dir) if out_dir else None
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
-    results = _run_all(scenario_path, variants, str(out) if out else None, parquet, overrides or {}, jobs, on_progress)
+    runs = [(v, {**(overrides or {}), "seed": seed}, v.name if len(seeds) == 1 else f"{v.name}/seed-{seed}")
+            for v in variants for seed in seeds]
+    every = _run_all(scenario_path, runs, str(out) if out else None, parquet, jobs, on_progress)
+    # With several seeds the comparison and the report's per-variant sections show the first seed.
+    results = [r for r in every if r["seed"] == seeds[0]]
     doc = {
         "scenario": s.name,
-        "seed": s.seed,
+        "seed": seeds[0],
+        "seeds": list(seeds),
         "duration": s.duration,
         "variants": [{"name": r["variant"], "description": _description(v), "summary": r["summary"],
                       "loops": r["loops"], "notes": r["notes"]} for v, r in zip(variants, results, strict=True)],
     }
+    gpu_runs = [r for r in every if r["gpu"] is not None]
+    if gpu_runs:
+        doc["gpuAllocation"] = [{"variant": r["variant"], "seed": r["seed"], "workload": r["workload"],
+                                 "totalGpus": r["gpu"]["total_gpus"], "curve": r["gpu"]["allocation_curve"]}
+                                for r in gpu_runs]
     if out is not None:
         json_dump(out / "summary.json", doc)
         header = ["metric"] + [r["variant"] for r in results]
         rows = [[key] + [r["summary"].get(key) for r in results] for key, _, _ in TABLE_ROWS]
         write_csv(out / "comparison.csv", header, rows)
+        if gpu_runs:
+            write_allocation_tables(out, gpu_runs)
         if html:
             from kubesched.report.html import render_report
 
-            (out / "report.html").write_text(render_report(s, variants, results))
-        doc["files"] = {"summary": str(out / "summary.json"), "comparison": str(out / "comparison.csv"),
-                        "report": str(out / "report.html") if html else None,
-                        "variants": {r["variant"]: str(out / "variants" / r["variant"]) for r in results},
-                        "parquet": parquet}
+            (out / "report.html").write_text(render_report(s, variants, results, gpu_runs))
+        files: dict[str, Any] = {"summary": str(out / "summary.json"), "comparison": str(out / "comparison.csv"),
+                                 "report": str(out / "report.html") if html else None,
+                                 "variants": {r["run"]: str(out / "variants" / r["run"]) for r in every},
+                                 "parquet": parquet}
+        if gpu_runs:
+            files["allocation"] = str(out / "allocation.csv")
+        doc["files"] = files
     return doc
 
 
@@ -197,17 +231,34 @@ def _description(v: VariantSpec) -> str:
     return v.description
 
 
-def _run_all(path: str, variants: list[VariantSpec], out: str | None, parquet: bool, overrides: dict[str, Any],
-             jobs: int | None, on_progress: Callable[[str, float], None] | None) -> list[dict[str, Any]]:
-    workers = jobs or min(len(variants), os.cpu_count() or 1)
-    if workers <= 1 or len(variants) == 1:
+def write_allocation_tables(out: Path, runs: list[dict[str, Any]]) -> None:
+    """allocation.csv (and fragmentation.csv when measured) in the published layout, one row per run."""
+    from kubesched.sim.output import write_csv
+
+    points = [str(k) for k in range(131)]
+    write_csv(out / "allocation.csv", ["workload", "sc_policy", "tune", "seed", "total_gpus"] + points,
+              [[r["workload"], r["variant"], r["tune"], r["seed"], r["gpu"]["total_gpus"]] + r["gpu"]["allocation_curve"]
+               for r in runs])
+    frag = [r for r in runs if r["gpu"].get("fragmentation_curve") is not None]
+    if frag:
+        write_csv(out / "fragmentation.csv", ["workload", "sc_policy", "tune", "seed"] + points,
+                  [[r["workload"], r["variant"], r["tune"], r["seed"]] + r["gpu"]["fragmentation_curve"] for r in frag])
+
+
+Run = tuple[VariantSpec, dict[str, Any], str]
+
+
+def _run_all(path: str, runs: list[Run], out: str | None, parquet: bool, jobs: int | None,
+             on_progress: Callable[[str, float], None] | None) -> list[dict[str, Any]]:
+    workers = jobs or min(len(runs), os.cpu_count() or 1)
+    if workers <= 1 or len(runs) == 1:
         global _QUEUE
         results = []
-        for v in variants:
+        for v, overrides, label in runs:
             q = _ListQueue(on_progress)
             _QUEUE = q
             try:
-                results.append(run_variant(path, v, out, parquet, overrides))
+                results.append(run_variant(path, v, out, parquet, overrides, label))
             finally:
                 _QUEUE = None
         return results
@@ -215,7 +266,7 @@ def _run_all(path: str, variants: list[VariantSpec], out: str | None, parquet: b
     queue = ctx.Queue()
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker,
                              initargs=(queue,)) as pool:
-        futures = [pool.submit(run_variant, path, v, out, parquet, overrides) for v in variants]
+        futures = [pool.submit(run_variant, path, v, out, parquet, overrides, label) for v, overrides, label in runs]
         pending = set(range(len(futures)))
         while pending:
             try:

@@ -287,6 +287,20 @@ class WorkloadSpec:
     job_duration: float = 0.0
 
 
+@dataclass(frozen=True, slots=True)
+class GpuColumnsSpec:
+    """How a trace row asks for GPUs, written on the pod as the GPU-share annotations
+    (kubesched.cluster.gpu), and the target workload FGD measures fragmentation against."""
+
+    count: ColumnExpr
+    milli: ColumnExpr
+    model: str | None  # column of accepted models, '|'-separated
+    popularity_threshold: int = 95
+    increase_step: int = 1
+    include_cpu_pods: bool = True
+    gpu_res_weight: float = 0.0
+
+
 @dataclass(slots=True)
 class PodTraceSpec:
     """Pods that arrive and leave by a table's recorded times (e.g. a cluster trace)."""
@@ -294,15 +308,17 @@ class PodTraceSpec:
     name: str
     file: str
     name_column: str
-    arrival: str
+    arrival: str | None
     departure: str | None
     time_unit: float
     timing: str  # recorded | sequential
+    order: str  # arrival | name | shuffle (sequential timing: the order pods arrive in)
     interval: float  # sequential: seconds between arrivals
     limit: int
     inflate: tuple[str, float] | None  # (resource, factor): sample more pods until demand reaches factor × capacity
     requests: dict[str, ColumnExpr]
     node_affinity: tuple[str, str, str] | None  # (column, node label, separator)
+    gpu: GpuColumnsSpec | None
     drop_unschedulable: bool  # a pod that fails its first scheduling attempt leaves (FGD's methodology)
     template: dict[str, Any]
     usage: UsageRule | None
@@ -360,11 +376,23 @@ class EventSpec:
     where: str
 
 
+@dataclass(frozen=True, slots=True)
+class GpuReferenceSpec:
+    """Published allocation curves (the FGD paper's analysis_allo_discrete.csv layout) to compare with."""
+
+    file: str
+    workload: str | None  # the `workload` rows to use (None: the GPU trace's file name without extension)
+    policies: dict[str, str]  # variant name → the published sc_policy it reproduces
+
+
 @dataclass(slots=True)
 class ReportSpec:
     hot_threshold: float
     loop_window: float
     record_interval: float
+    gpu_allocation: bool = False  # GPU allocation against arrived GPU demand, at every pod arrival
+    gpu_fragmentation: bool = False  # and the cluster's GPU fragmentation alongside
+    gpu_reference: GpuReferenceSpec | None = None  # published curves to draw the runs over
 
 
 @dataclass(slots=True)
@@ -402,6 +430,8 @@ class Scenario:
     report: ReportSpec
     variants: list[VariantSpec]
     description: str = ""
+    seeds: tuple[int, ...] = ()  # several runs per variant, one per seed (empty: just `seed`)
+    tie_break: str = "random"  # how the scheduler picks among equally scored nodes
 
     def workload_keys(self) -> list[str]:
         return [w.key for w in self.workloads]
@@ -668,8 +698,8 @@ def _workloads(items: list[Any], where: str, base: Path, file: str) -> tuple[lis
 
 
 def _pod_trace(raw: Any, where: str, base: Path, file: str, parent: Obj) -> PodTraceSpec:
-    o = Obj(raw, where, ("name", "file", "columns", "timeUnit", "timing", "interval", "limit", "inflate",
-                         "requests", "nodeAffinity", "template", "onUnschedulable"), file)
+    o = Obj(raw, where, ("name", "file", "columns", "timeUnit", "timing", "order", "interval", "limit", "inflate",
+                         "requests", "gpu", "nodeAffinity", "template", "onUnschedulable"), file)
     path = _resolve(base, o.string("file", required=True))
     if not path.exists():
         raise o.err("file", f"file {o.string('file')!r} does not exist")
@@ -677,6 +707,15 @@ def _pod_trace(raw: Any, where: str, base: Path, file: str, parent: Obj) -> PodT
     timing = o.string("timing", "recorded")
     if timing not in ("recorded", "sequential"):
         raise o.err("timing", f"expected recorded or sequential, got {timing!r}")
+    order = o.string("order", "arrival")
+    if order not in ("arrival", "name", "shuffle"):
+        raise o.err("order", f"expected arrival, name or shuffle, got {order!r}")
+    if order != "arrival" and timing != "sequential":
+        raise o.err("order", f"order {order} needs timing: sequential (pods arrive one by one in that order)")
+    arrival = cols.string("arrival") or None
+    if arrival is None and (timing == "recorded" or order == "arrival"):
+        raise cols.err("arrival", "required unless timing is sequential and order is name or shuffle")
+    gpu = _gpu_columns(o.raw["gpu"], o.f("gpu"), file) if o.has("gpu") else None
     inflate = None
     if o.has("inflate"):
         io = o.obj("inflate", ("resource", "factor"))
@@ -696,10 +735,42 @@ def _pod_trace(raw: Any, where: str, base: Path, file: str, parent: Obj) -> PodT
         if parent.has("usage") else None
     return PodTraceSpec(
         name=name, file=str(path), name_column=cols.string("name", "name"),
-        arrival=cols.string("arrival", required=True), departure=cols.string("departure") or None,
-        time_unit=o.number("timeUnit", 1.0, 0.0), timing=timing, interval=o.duration("interval", 1.0),
+        arrival=arrival, departure=cols.string("departure") or None,
+        time_unit=o.number("timeUnit", 1.0, 0.0), timing=timing, order=order, interval=o.duration("interval", 1.0),
         limit=o.integer("limit", 0), inflate=inflate, requests=_column_map(o.required("requests"), o.f("requests"), file),
-        node_affinity=na, drop_unschedulable=on_unsched == "drop", template=template, usage=usage, where=where)
+        node_affinity=na, gpu=gpu, drop_unschedulable=on_unsched == "drop", template=template, usage=usage,
+        where=where)
+
+
+def _gpu_allocation(report: ReportSpec, raw: Any, where: str, base: Path, file: str) -> None:
+    if isinstance(raw, bool):
+        report.gpu_allocation = raw
+        return
+    o = Obj(raw, where, ("fragmentation", "reference"), file)
+    report.gpu_allocation = True
+    report.gpu_fragmentation = o.boolean("fragmentation", False)
+    if o.has("reference"):
+        r = o.obj("reference", ("file", "workload", "policies"))
+        path = _resolve(base, r.string("file", required=True))
+        if not path.exists():
+            raise r.err("file", f"file {r.string('file')!r} does not exist")
+        pol = r.get("policies", {})
+        if not isinstance(pol, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in pol.items()):
+            raise r.err("policies", "expected a map of variant name to the published sc_policy")
+        report.gpu_reference = GpuReferenceSpec(str(path), r.string("workload") or None, dict(pol))
+
+
+def _gpu_columns(raw: Any, where: str, file: str) -> GpuColumnsSpec:
+    o = Obj(raw, where, ("count", "milli", "model", "target"), file)
+    model = o.string("model") or None
+    t = o.obj("target", ("popularityThreshold", "increaseStep", "includeCpuPods", "gpuResWeight"))
+    threshold = t.integer("popularityThreshold", 95, 1)
+    if threshold > 100:
+        raise t.err("popularityThreshold", f"expected a percentage from 1 to 100, got {threshold}")
+    return GpuColumnsSpec(_column_expr(o.required("count"), o.f("count"), file),
+                          _column_expr(o.required("milli"), o.f("milli"), file), model,
+                          threshold, t.integer("increaseStep", 1, 1), t.boolean("includeCpuPods", True),
+                          t.number("gpuResWeight", 0.0, 0.0))
 
 
 def _usage_rules(items: list[Any], where: str, file: str) -> list[UsageRule]:
@@ -858,7 +929,7 @@ def _variants(items: list[Any], where: str, base: Path, file: str, interval: flo
     return out
 
 
-SPEC_FIELDS = ("description", "duration", "seed", "start", "usageStep", "startupDelay", "cluster", "workloads",
+SPEC_FIELDS = ("description", "duration", "seed", "seeds", "start", "usageStep", "startupDelay", "cluster", "workloads",
                "usage", "usageTraces", "scheduler", "descheduler", "kubelet", "metrics", "events", "report", "variants")
 
 
@@ -921,9 +992,14 @@ def parse_scenario(doc: Any, path: str) -> Scenario:
             raise InputError(f"no workload {t.workload!r} in spec.workloads", file=file, field=f"{t.where}.workload")
 
     scheduler = None
+    tie_break = "random"
     if spec.has("scheduler"):
-        so = spec.obj("scheduler", ("config",))
-        scheduler = _config(so.required("config"), so.f("config"), base, file, SCHEDULER_KINDS)
+        so = spec.obj("scheduler", ("config", "tieBreak"))
+        if so.has("config"):
+            scheduler = _config(so.raw["config"], so.f("config"), base, file, SCHEDULER_KINDS)
+        tie_break = so.string("tieBreak", "random")
+        if tie_break not in ("random", "seededNodeOrder"):
+            raise so.err("tieBreak", f"expected random or seededNodeOrder, got {tie_break!r}")
     descheduler = _descheduler(spec.raw.get("descheduler"), spec.f("descheduler"), base, file)
     ko = spec.obj("kubelet", ("config", "housekeepingInterval", "systemReservedMemory"))
     kubelet_cfg = _config(ko.raw["config"], ko.f("config"), base, file, KUBELET_KINDS) if ko.has("config") else None
@@ -935,10 +1011,20 @@ def parse_scenario(doc: Any, path: str) -> Scenario:
     metrics = _metrics(spec.raw.get("metrics"), spec.f("metrics"), file)
 
     events = _events(spec.seq("events"), spec.f("events"), file)
-    ro = spec.obj("report", ("hotThreshold", "loopWindow", "recordInterval"))
+    ro = spec.obj("report", ("hotThreshold", "loopWindow", "recordInterval", "gpuAllocation"))
     usage_step = spec.duration("usageStep", 60.0)
     report = ReportSpec(ro.number("hotThreshold", 0.8, 0.0, 10.0), ro.duration("loopWindow", 1800.0, allow_zero=False),
                         ro.duration("recordInterval", usage_step or 60.0, allow_zero=False))
+    ga = ro.get("gpuAllocation")
+    if ga is not None:
+        _gpu_allocation(report, ga, ro.f("gpuAllocation"), base, file)
+    seeds = []
+    for i, v in enumerate(spec.seq("seeds")):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise InputError(f"expected a non-negative integer, got {v!r}", file=file, field=f"{spec.f('seeds')}[{i}]")
+        if v in seeds:
+            raise InputError(f"duplicate seed {v}", file=file, field=f"{spec.f('seeds')}[{i}]")
+        seeds.append(v)
     interval = descheduler.interval if descheduler else 300.0
     variants = _variants(spec.seq("variants"), spec.f("variants"), base, file, interval)
 
@@ -947,7 +1033,8 @@ def parse_scenario(doc: Any, path: str) -> Scenario:
         usage_step=usage_step, startup_delay=spec.duration("startupDelay", 5.0), cluster=cluster,
         workloads=workloads, pod_traces=pod_traces, usage_rules=usage_rules, usage_traces=usage_traces,
         scheduler=scheduler, descheduler=descheduler, kubelet=kubelet, metrics=metrics, events=events,
-        report=report, variants=variants, description=spec.string("description"))
+        report=report, variants=variants, description=spec.string("description"), seeds=tuple(seeds),
+        tie_break=tie_break)
     _check_events(scenario)
     return scenario
 

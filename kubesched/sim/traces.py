@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 import csv
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -17,8 +17,9 @@ from typing import Any
 import numpy as np
 
 from kubesched.api.objects import parse_time
+from kubesched.cluster.gpu import GPU_COUNT, GPU_MILLI, GPU_MODEL
 from kubesched.errors import InputError
-from kubesched.sim.scenario import NodeTableSpec, PodTraceSpec, UsageTraceSpec
+from kubesched.sim.scenario import GpuColumnsSpec, NodeTableSpec, PodTraceSpec, UsageTraceSpec
 from kubesched.sim.units import UNIT_FACTORS
 from kubesched.sim.usage import TraceGrid
 
@@ -115,22 +116,54 @@ class TracePod:
     departure: float | None
     requests: dict[str, Fraction]
     affinity_values: list[str]
+    annotations: dict[str, str] = field(default_factory=dict)
+    # (milli-CPU, per-GPU milli, GPU count, models) of a trace with a gpu block (the FGD target's unit).
+    gpu_shape: tuple[int, int, int, str] | None = None
+
+    @property
+    def gpu_demand(self) -> int:
+        return self.gpu_shape[1] * self.gpu_shape[2] if self.gpu_shape else 0
 
 
-def load_pod_trace(spec: PodTraceSpec) -> list[TracePod]:
-    """The pods of a pod trace, in arrival order (ties in file order)."""
+def _gpu_fields(gpu: GpuColumnsSpec, row: dict[str, Any], cpu_milli: int, where: str) -> tuple[dict[str, str],
+                                                                                                 tuple[int, int, int, str]]:
+    """The GPU-share annotations of one row, as the published simulator writes its pods
+    (hkust-adsl/kubernetes-scheduler-simulator `data/pod_csv_to_yaml.py`): none for a pod without GPUs;
+    else the count, the per-GPU milli clamped to 0..1000, and the accepted models when there are any."""
+    count = math.ceil(gpu.count.value(row, f"{where}.gpu.count"))
+    milli = math.ceil(gpu.milli.value(row, f"{where}.gpu.milli"))
+    models = ""
+    if gpu.model:
+        raw = row.get(gpu.model)
+        models = "|".join(m for m in str(raw or "").split("|") if m)
+    if count == 0:
+        return {}, (cpu_milli, 0, 0, "")
+    milli = milli if 0 < milli <= 1000 else (1000 if milli > 1000 else 0)
+    ann = {GPU_MILLI: str(milli), GPU_COUNT: str(count)}
+    if models:
+        ann[GPU_MODEL] = models
+    return ann, (cpu_milli, milli, count, models)
+
+
+def load_pod_trace(spec: PodTraceSpec, rng: np.random.Generator | None = None) -> list[TracePod]:
+    """The pods of a pod trace, in arrival order (ties in file order), by name, or shuffled with `rng`
+    after sorting by name (the published simulator's shufflePod)."""
     rows = read_rows(spec.file, spec.where)
-    need = [spec.name_column, spec.arrival] + ([spec.departure] if spec.departure else [])
+    need = [spec.name_column] + ([spec.arrival] if spec.arrival else []) + ([spec.departure] if spec.departure else [])
     for expr in spec.requests.values():
         need.extend(expr.columns)
     if spec.node_affinity:
         need.append(spec.node_affinity[0])
+    if spec.gpu:
+        need.extend(spec.gpu.count.columns + spec.gpu.milli.columns + ((spec.gpu.model,) if spec.gpu.model else ()))
     _need_columns(rows, need, spec.file, spec.where)
     pods = []
     for line, row in enumerate(rows, start=2):
-        arrival = _number(row[spec.arrival], spec.arrival, line, spec.file) * spec.time_unit
-        if arrival != arrival:
-            raise InputError(f"row {line}: no arrival time in column {spec.arrival!r}", file=spec.file)
+        arrival = 0.0
+        if spec.arrival:
+            arrival = _number(row[spec.arrival], spec.arrival, line, spec.file) * spec.time_unit
+            if arrival != arrival:
+                raise InputError(f"row {line}: no arrival time in column {spec.arrival!r}", file=spec.file)
         departure = None
         if spec.departure:
             d = _number(row[spec.departure], spec.departure, line, spec.file)
@@ -145,8 +178,19 @@ def load_pod_trace(spec: PodTraceSpec) -> list[TracePod]:
             raw = row.get(spec.node_affinity[0])
             if raw not in (None, ""):
                 values = [v for v in str(raw).split(spec.node_affinity[2]) if v]
-        pods.append(TracePod(str(row[spec.name_column]), arrival, departure, req, values))
-    order = sorted(range(len(pods)), key=lambda i: (pods[i].arrival, i))
+        tp = TracePod(str(row[spec.name_column]), arrival, departure, req, values)
+        if spec.gpu:
+            cpu = req.get("cpu")
+            tp.annotations, tp.gpu_shape = _gpu_fields(spec.gpu, row, math.ceil(cpu * 1000) if cpu else 100,
+                                                       f"{spec.where} (row {line})")
+        pods.append(tp)
+    if spec.order == "arrival":
+        order = sorted(range(len(pods)), key=lambda i: (pods[i].arrival, i))
+    else:
+        order = sorted(range(len(pods)), key=lambda i: (pods[i].name, i))
+        if spec.order == "shuffle":
+            gen = rng if rng is not None else np.random.default_rng(0)
+            order = [order[i] for i in gen.permutation(len(order))]
     pods = [pods[i] for i in order]
     if spec.limit:
         pods = pods[: spec.limit]
@@ -188,6 +232,8 @@ def pod_trace_manifest(spec: PodTraceSpec, pod: TracePod, namespace: str) -> dic
             limits[k] = format_quantity(k, v)
     if limits:
         res["limits"] = limits
+    if pod.annotations:
+        meta.setdefault("annotations", {}).update(pod.annotations)
     if spec.node_affinity and pod.affinity_values:
         label = spec.node_affinity[1]
         aff = pspec.setdefault("affinity", {}).setdefault("nodeAffinity", {})

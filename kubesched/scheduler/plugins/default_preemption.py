@@ -51,6 +51,8 @@ class DefaultPreemption(PostFilterPlugin):
         self.min_candidate_nodes_percentage = pct
         self.min_candidate_nodes_absolute = absolute
         self.evaluator = Evaluator(self.name, handle, self)
+        self._lowest: int | None = None
+        self._lowest_gen = -1
 
     @classmethod
     def default_args(cls) -> dict[str, Any]:
@@ -100,6 +102,21 @@ class DefaultPreemption(PostFilterPlugin):
 
     def ordered_score_funcs(self, nodes_to_victims: dict[str, Victims]) -> list[Callable[[str], int]] | None:
         return None
+
+    def quick_reject(self, pod: Pod, node_info: NodeInfo | None) -> Status | None:
+        """No pod on the node (on any node, when None) has a lower priority than the preemptor:
+        select_victims_on_node finds no victim. The lowest priority of the assigned pods is cached until
+        pods change."""
+        gen = self.handle.cluster.pod_generation
+        if self._lowest_gen != gen:
+            self._lowest = min((p.effective_priority for p in self.handle.cluster.pods.values() if p.node_name),
+                               default=None)
+            self._lowest_gen = gen
+        lowest = self._lowest
+        if lowest is not None and lowest < pod.effective_priority and \
+                (node_info is None or any(self.is_preemption_allowed(node_info, p, pod) for p in node_info.pods.values())):
+            return None
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, [NO_VICTIMS])
 
     def select_victims_on_node(self, state: CycleState, pod: Pod, node_info: NodeInfo,
                                pdbs: Sequence[PodDisruptionBudget]) -> tuple[list[Pod], int, Status]:

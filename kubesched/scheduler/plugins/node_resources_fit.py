@@ -128,6 +128,28 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             return Status(code, reasons)
         return Status()
 
+    def filter_statuses(self, state: CycleState, pod: Pod, cluster: ClusterState,
+                        rows: np.ndarray) -> list[Status] | None:
+        """`filter`'s statuses over rows, from the table's columns."""
+        request = state.read(PRE_FILTER_KEY)
+        if request is None:
+            request = scheduler_request(pod)
+        t = cluster.table
+        reasons: list[list[str]] = [[] for _ in range(len(rows))]
+        unresolvable = np.zeros(len(rows), dtype=bool)
+        for i in np.flatnonzero(t.pod_count[rows] + 1 > t.allowed_pods[rows]).tolist():
+            reasons[i].append("Too many pods")
+        for r in self._checked(request):
+            col = t.ensure_resource(r)
+            alloc = t.alloc[rows, col]
+            short = request[r] > alloc - t.requested[rows, col]
+            unresolvable |= short & (request[r] > alloc)
+            msg = f"Insufficient {r}"
+            for i in np.flatnonzero(short).tolist():
+                reasons[i].append(msg)
+        return [Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE if u else Code.UNSCHEDULABLE, rs) if rs else Status()
+                for rs, u in zip(reasons, unresolvable.tolist(), strict=True)]
+
     def filter_nodes(self, state: CycleState, pod: Pod, cluster: ClusterState, rows: np.ndarray) -> np.ndarray:
         request = state.read(PRE_FILTER_KEY)
         if request is None:

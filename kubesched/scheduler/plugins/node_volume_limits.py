@@ -238,5 +238,7 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
         return self._filter(self.handle.cluster, pod, node_info)
 
     def filter_nodes(self, state: CycleState, pod: Pod, cluster: ClusterState, rows: np.ndarray) -> np.ndarray:
+        if not pod.volumes:
+            return np.ones(len(rows), dtype=bool)  # what _filter answers on every node
         infos = cluster.node_infos
         return np.fromiter((self._filter(cluster, pod, infos[r]).is_success for r in rows), dtype=bool, count=len(rows))

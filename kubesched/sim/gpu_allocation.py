@@ -1,0 +1,120 @@
+"""GPU allocation against arrived GPU demand — the FGD paper's headline measure — and GPU fragmentation.
+
+Follows hkust-adsl/kubernetes-scheduler-simulator: `pkg/simulator/analysis.go` (ClusterGpuFragReport,
+logged before the first pod and after every pod: used milli-GPU, arrived milli-GPU, the cluster's
+fragmentation amount) and `experiments/analysis/merge_alloc_discrete.py` / `merge_frag_discrete.py`
+(the published curves: for each arrived-demand percentage k = 0 … 130, the mean over the samples whose
+arrived demand rounds to k — or, when none does, to k − 1 … k + 1 — of allocated milli-GPU as a
+percentage of the cluster's GPUs; fragmentation likewise as milli-GPU per GPU, in percent).
+
+The recorder listens to the cluster state: each pod that arrives (is added without a node) closes the
+sample of the state its predecessor left — with pods arriving one at a time, that is the state after the
+predecessor was placed or dropped — and `finish()` takes the last one.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from typing import Any
+
+import numpy as np
+
+from kubesched.cluster.gpu import GpuTable, gpu_request
+from kubesched.cluster.gpufrag import FragCache
+from kubesched.cluster.state import ClusterState
+from kubesched.errors import InputError
+
+POINTS = 131  # arrived demand 0 … 130 %
+
+
+class GpuAllocationRecorder:
+    def __init__(self, cluster: ClusterState, fragmentation: bool) -> None:
+        self.gpu = GpuTable.of(cluster)
+        self.frag = FragCache.of(self.gpu) if fragmentation else None
+        self.arrived_now = 0
+        self.arrived: list[int] = []
+        self.used: list[int] = []
+        self.fragmentation: list[float] = []
+        cluster.listeners.append(self._on_event)
+
+    def _on_event(self, action: str, obj: Any, extra: Any) -> None:
+        if action == "add" and getattr(obj, "kind", None) == "Pod" and not obj.node_name:
+            self.sample()
+            self.arrived_now += gpu_request(obj).total
+
+    def sample(self) -> None:
+        self.arrived.append(self.arrived_now)
+        self.used.append(self.gpu.used_milli)
+        if self.frag is not None:
+            self.fragmentation.append(self.frag.cluster_total())
+
+    def finish(self) -> dict[str, Any]:
+        """The last sample, and the run's curves (allocation and fragmentation by arrived demand)."""
+        self.sample()
+        total_gpus = self.gpu.capacity_milli // 1000
+        return {
+            "total_gpus": total_gpus,
+            "arrived": list(self.arrived),
+            "used": list(self.used),
+            "fragmentation": list(self.fragmentation),
+            "allocation_curve": allocation_curve(self.arrived, self.used, total_gpus),
+            "fragmentation_curve": fragmentation_curve(self.arrived, self.fragmentation, total_gpus)
+            if self.frag is not None else None,
+        }
+
+
+def _bins(arrived: list[int], total_gpus: int) -> np.ndarray:
+    return np.round(np.asarray(arrived, dtype=np.float64) / total_gpus / 10, 0)
+
+
+def _discrete(ratio: np.ndarray, values: np.ndarray, scale: float = 1.0) -> list[float | None]:
+    """Per point k: round(scale × mean of the values whose arrived ratio is k (else k − 1 … k + 1), 2)."""
+    out: list[float | None] = []
+    for k in range(POINTS):
+        sel = ratio == k
+        if not sel.any():
+            sel = (ratio >= k - 1) & (ratio <= k + 1)
+            if not sel.any():
+                out.append(None)
+                continue
+        out.append(float(np.round(scale * values[sel].mean(), 2)))
+    return out
+
+
+def allocation_curve(arrived: list[int], used: list[int], total_gpus: int) -> list[float | None]:
+    """merge_alloc_discrete: allocated GPU % at each arrived-demand % 0 … 130 (None: no sample near)."""
+    if total_gpus <= 0 or not arrived:
+        return [None] * POINTS
+    alloc = np.round(np.asarray(used, dtype=np.float64) / total_gpus / 10, 2)
+    return _discrete(_bins(arrived, total_gpus), alloc)
+
+
+def fragmentation_curve(arrived: list[int], frag: list[float], total_gpus: int) -> list[float | None]:
+    """merge_frag_discrete: fragmented milli-GPU per GPU, in %, at each arrived-demand % 0 … 130."""
+    if total_gpus <= 0 or not arrived:
+        return [None] * POINTS
+    # Upstream logs the amount with two decimals and averages those.
+    return _discrete(_bins(arrived, total_gpus), np.round(np.asarray(frag, dtype=np.float64), 2),
+                     100 / 1000 / total_gpus)
+
+
+def read_published(path: str, workload: str | None = None) -> dict[str, dict[str, np.ndarray]]:
+    """Curves in the published layout (workload, sc_policy, tune, seed, [total_gpus,] 0 … 130):
+    workload → sc_policy → an array (seeds × 131), NaN where a run has no value."""
+    out: dict[str, dict[str, list[list[float]]]] = {}
+    with open(path, newline="") as fh:
+        rows = csv.DictReader(fh)
+        missing = [c for c in ("workload", "sc_policy", "0", "130") if c not in (rows.fieldnames or [])]
+        if missing:
+            raise InputError(f"no column {missing[0]!r}; expected the published layout (workload, sc_policy, tune, "
+                             "seed, total_gpus, 0 … 130)", file=path)
+        for line, r in enumerate(rows, start=2):
+            if workload is not None and r["workload"] != workload:
+                continue
+            try:
+                vals = [float(r[str(k)]) if r.get(str(k)) not in (None, "") else math.nan for k in range(POINTS)]
+            except ValueError:
+                raise InputError(f"row {line}: expected numbers in columns 0 … 130", file=path) from None
+            out.setdefault(r["workload"], {}).setdefault(r["sc_policy"], []).append(vals)
+    return {w: {p: np.array(v, dtype=np.float64) for p, v in pols.items()} for w, pols in out.items()}
