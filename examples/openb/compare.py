@@ -1,110 +1,208 @@
-"""GPU allocation on the openb cluster against the published curves, in shape and bounds.
+"""Reproduce the FGD paper's openb allocation curves and compare them with the published ones, point by point.
 
-Runs scenario-allocation.yaml (both variants), then for each arrived GPU demand k% of capacity reads the
-allocated GPU share, and sets it beside the curves of data/analysis_allo_discrete_default.csv (six
-GPU-sharing-aware policies × ten seeds, from the FGD paper). Prints a table and checks, and writes
-compare.html (one chart, self-contained).
+For every openb trace in a data directory (default `../shared/data/openb`, beside the repository) and every
+trace given with `--trace`, runs `scenario-allocation.yaml` — the six policies × the seeds (42 … 51) — on a
+pool of processes, then prints per trace and policy: the largest gap between our mean curve and the
+published mean over arrived demand 0 … 130 % (percentage points), the share of points inside the published
+seeds' min–max band, our and the published allocation at 100 % and 130 %, and the ranking of the policies at
+100 % arrived demand. Published curves come from `analysis_allo_discrete.csv` in the data directory; a trace
+without published rows is run and ranked only. Each trace's results (allocation.csv, fragmentation.csv,
+report.html) go to `<out>/<trace>/`, the comparison to `<out>/compare.json`.
 
-    .venv/bin/python examples/openb/compare.py [--out out/openb-allocation] [--results DIR]
+    .venv/bin/python examples/openb/compare.py [--data DIR] [--trace FILE ...] [--only-trace] [--seeds 42,43]
+                                               [--policies fgd,random] [--jobs N] [--out out/openb-compare]
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
+import json
+import math
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import yaml
+
+from kubesched.errors import InputError
+from kubesched.sim.gpu_allocation import POINTS, read_published
+from kubesched.sim.runner import simulate
+from kubesched.sim.traces import read_rows
 
 HERE = Path(__file__).resolve().parent
-RESOURCE = "alibabacloud.com/gpu-milli"
-XS = [10, 25, 50, 75, 90, 100, 110, 120, 130]
+SCENARIO = HERE / "scenario-allocation.yaml"
+DEFAULT_DATA = HERE.parents[1].parent / "shared" / "data" / "openb"
+PUBLISHED = "analysis_allo_discrete.csv"
 
 
-def published() -> dict[str, np.ndarray]:
-    """Per policy, the mean over seeds of allocation % at arrived demand 0..130 %."""
-    rows: dict[str, list[list[float]]] = {}
-    with (HERE / "data" / "analysis_allo_discrete_default.csv").open() as fh:
-        for r in csv.DictReader(fh):
-            rows.setdefault(r["sc_policy"], []).append([float(r[str(k)]) for k in range(131)])
-    return {p: np.mean(np.array(v), axis=0) for p, v in sorted(rows.items())}
+def scenario_for(trace: Path, out: Path, seeds: list[int] | None, policies: list[str] | None,
+                 published: Path | None) -> tuple[Path, dict[str, str]]:
+    """scenario-allocation.yaml with this trace (absolute paths, enough time for every pod)."""
+    doc = yaml.safe_load(SCENARIO.read_text())
+    spec = doc["spec"]
+    spec["cluster"]["nodeTable"]["file"] = str(HERE / spec["cluster"]["nodeTable"]["file"])
+    pt = spec["workloads"][0]["podTrace"]
+    pt["file"] = str(trace)
+    rows = read_rows(str(trace), str(trace))
+    if rows and pt["gpu"].get("model") not in rows[0]:
+        pt["gpu"].pop("model", None)  # traces without gpu_spec (as upstream's pod_csv_to_yaml allows)
+    # Pods arrive one a second: room for the trace inflated to 130 % of the GPUs, and more.
+    spec["duration"] = f"{int(len(rows) * 2 + 3600)}s"
+    ref = spec["report"]["gpuAllocation"]["reference"]
+    if published is not None:
+        ref["file"] = str(published)  # the report draws this trace's published band (workload: the trace's name)
+    else:
+        del spec["report"]["gpuAllocation"]["reference"]
+    if seeds:
+        spec["seeds"] = seeds
+        spec["seed"] = seeds[0]
+    for v in spec["variants"]:
+        v["file"] = str(HERE / v["file"])
+    if policies:
+        spec["variants"] = [v for v in spec["variants"] if v["name"] in policies]
+    folder = out / trace.stem
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "scenario.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path, dict(ref["policies"])
 
 
-def ours(results: Path) -> dict[str, np.ndarray]:
-    """Per variant, allocation % interpolated at arrived demand 0..130 % (NaN past what arrived)."""
-    out = {}
-    for folder in sorted((results / "variants").iterdir()):
-        with (folder / "series.csv").open() as fh:
-            rows = list(csv.DictReader(fh))
-        x = np.array([float(r[f"allocated_{RESOURCE}_arrived"] or 0) for r in rows]) * 100
-        y = np.array([float(r[f"allocated_{RESOURCE}"] or 0) for r in rows]) * 100
-        grid = np.arange(131, dtype=float)
-        curve = np.interp(grid, x, y)
-        curve[grid > x.max() + 1e-9] = np.nan
-        out[folder.name] = curve
-    return out
+class Progress:
+    """One status line on stderr: runs finished, the run fractions in flight, elapsed time."""
+
+    def __init__(self, label: str, total: int) -> None:
+        self.label, self.total, self.start = label, total, time.monotonic()
+        self.frac: dict[str, float] = {}
+        self.last = 0.0
+
+    def __call__(self, run: str, frac: float) -> None:
+        self.frac[run] = frac
+        now = time.monotonic()
+        if now - self.last < 1.0 and frac < 1.0:
+            return
+        self.last = now
+        done = sum(1 for f in self.frac.values() if f >= 1.0)
+        going = sum(f for f in self.frac.values() if f < 1.0)
+        elapsed = now - self.start
+        eta = ""
+        if done + going > 0.05:
+            left = elapsed / (done + going) * (self.total - done - going)
+            eta = f", about {left / 60:.0f} min left"
+        sys.stderr.write(f"\r{self.label}: {done}/{self.total} runs done, {elapsed / 60:.1f} min{eta}   ")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        sys.stderr.write(f"\r{self.label}: {self.total}/{self.total} runs done in "
+                         f"{(time.monotonic() - self.start) / 60:.1f} min{' ' * 24}\n")
 
 
-def knee(curve: np.ndarray, gap: float = 2.0) -> float:
-    """The arrived demand where allocation first falls `gap` points below the diagonal."""
-    for k, v in enumerate(curve):
-        if not np.isnan(v) and v < k - gap:
-            return float(k)
-    return float("nan")
+def compare_trace(trace: Path, published: dict[str, dict[str, np.ndarray]], pub_file: Path | None, out: Path,
+                  jobs: int | None, seeds: list[int] | None, policies: list[str] | None, label: str) -> dict[str, Any]:
+    path, mapping = scenario_for(trace, out, seeds, policies, pub_file)
+    n_variants = len(yaml.safe_load(path.read_text())["spec"]["variants"])
+    n_seeds = len(yaml.safe_load(path.read_text())["spec"]["seeds"])
+    progress = Progress(label, n_variants * n_seeds)
+    doc = simulate(str(path), [], str(out / trace.stem), jobs, {}, True, progress)
+    progress.close()
+    ours: dict[str, list[list[float]]] = {}
+    for r in doc["gpuAllocation"]:
+        ours.setdefault(r["variant"], []).append([math.nan if v is None else v for v in r["curve"]])
+    pub = published.get(trace.stem, {})
+    result: dict[str, Any] = {"trace": trace.stem, "policies": {}}
+    for variant, curves in ours.items():
+        mine = np.nanmean(np.array(curves), axis=0)
+        item: dict[str, Any] = {"seeds": len(curves), "at100": float(mine[100]), "at130": float(mine[130]),
+                                "published": mapping.get(variant)}
+        ref = pub.get(mapping.get(variant, ""))
+        if ref is not None:
+            pmean = np.nanmean(ref, axis=0)
+            lo, hi = np.nanmin(ref, axis=0), np.nanmax(ref, axis=0)
+            ok = ~np.isnan(mine) & ~np.isnan(pmean)
+            gap = np.abs(mine - pmean)[ok]
+            k = int(np.flatnonzero(ok)[int(gap.argmax())])
+            inside = ((mine >= lo - 1e-9) & (mine <= hi + 1e-9))[ok]
+            item.update({"maxGap": float(gap.max()), "maxGapAt": k, "insideBand": float(inside.mean()),
+                         "published100": float(pmean[100]), "published130": float(pmean[130])})
+        result["policies"][variant] = item
+    order = sorted(result["policies"], key=lambda v: -result["policies"][v]["at100"])
+    result["ranking"] = order
+    with_pub = [v for v in order if "published100" in result["policies"][v]]
+    result["publishedRanking"] = sorted(with_pub, key=lambda v: -result["policies"][v]["published100"])
+    return result
+
+
+def print_trace(res: dict[str, Any]) -> None:
+    print(f"\n{res['trace']}")
+    print(f"  {'policy':<16}{'max gap':>9}{'at':>6}{'in band':>9}{'100% ours':>11}{'published':>11}"
+          f"{'130% ours':>11}{'published':>11}")
+    for v, it in res["policies"].items():
+        if "maxGap" in it:
+            print(f"  {v:<16}{it['maxGap']:>8.2f}p{it['maxGapAt']:>5}%{100 * it['insideBand']:>8.0f}%"
+                  f"{it['at100']:>10.2f}%{it['published100']:>10.2f}%{it['at130']:>10.2f}%{it['published130']:>10.2f}%")
+        else:
+            print(f"  {v:<16}{'-':>9}{'':>6}{'-':>9}{it['at100']:>10.2f}%{'-':>11}{it['at130']:>10.2f}%{'-':>11}")
+    print(f"  ranking at 100 %: {' > '.join(res['ranking'])}")
+    if res["publishedRanking"]:
+        same = res["publishedRanking"] == [v for v in res["ranking"] if v in res["publishedRanking"]]
+        print(f"  published:        {' > '.join(res['publishedRanking'])}  ({'same' if same else 'different'})")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default="out/openb-allocation")
-    ap.add_argument("--results", default=None, help="use results already written by kubesched simulate")
+    ap.add_argument("--data", default=str(DEFAULT_DATA), help="directory with openb_pod_list_*.csv and "
+                    f"{PUBLISHED} (default: {DEFAULT_DATA})")
+    ap.add_argument("--trace", action="append", default=[], help="another trace in the openb pod list format")
+    ap.add_argument("--only-trace", action="store_true", help="run only the --trace files, not the data directory's")
+    ap.add_argument("--seeds", help="comma-separated seeds (default: the scenario's, 42 … 51)")
+    ap.add_argument("--policies", help="comma-separated variants (default: all six)")
+    ap.add_argument("--jobs", type=int, default=None, help="worker processes (default: one per core)")
+    ap.add_argument("--out", default="out/openb-compare")
     args = ap.parse_args()
-    results = Path(args.results or args.out)
-    if args.results is None:
-        from kubesched.sim.runner import simulate
-
-        simulate(str(HERE / "scenario-allocation.yaml"), [], str(results))
-    pub = published()
-    mine = ours(results)
-    lo = np.min(np.array(list(pub.values())), axis=0)
-    hi = np.max(np.array(list(pub.values())), axis=0)
-    cols = list(mine) + ["published min", "published max"]
-    print("GPU allocation (% of the cluster's GPUs) when the arrived GPU demand is k % of capacity")
-    print(f"{'k':>5} " + " ".join(f"{c:>16}" for c in cols))
-    for k in XS:
-        vals = [mine[c][k] for c in mine] + [lo[k], hi[k]]
-        print(f"{k:>4}% " + " ".join(f"{v:>15.1f}%" if not np.isnan(v) else f"{'-':>16}" for v in vals))
-    print()
-    ok = True
-    for name, curve in mine.items():
-        valid = ~np.isnan(curve)
-        never_above = bool(np.all(curve[valid] <= np.arange(131)[valid] + 0.5))
-        final = curve[valid][-1]
-        print(f"{name}: knee at {knee(curve):.0f}% arrived (published {knee(lo):.0f}–{knee(hi):.0f}%), final "
-              f"{final:.1f}% (published {lo[130]:.1f}–{hi[130]:.1f}%); never allocates more than arrived: {never_above}")
-        ok = ok and never_above
-    write_html(results / "compare.html", pub, mine)
-    print(f"\nchart: {results / 'compare.html'}")
-    return 0 if ok else 1
-
-
-def write_html(path: Path, pub: dict[str, np.ndarray], mine: dict[str, np.ndarray]) -> None:
-    from kubesched.report.html import CSS, PALETTE, line_chart
-
-    grid = list(range(131))
-    lines = [("arrived (y = x)", [0, 130], [0, 1.3], "#bbbbbb")]
-    for i, (p, curve) in enumerate(pub.items()):
-        lines.append((f"published {p}", grid, list(curve / 100), PALETTE[(i + 2) % len(PALETTE)]))
-    dashed = list(range(1, len(lines)))
-    for i, (name, curve) in enumerate(mine.items()):
-        lines.append((f"kubesched {name}", grid, list(curve / 100), PALETTE[i % 2]))
-    chart = line_chart("openb-allocation", "GPU allocation vs arrived GPU demand (openb default trace)", lines, "pct",
-                       x_kind="num", y_max=1.3, width=900, height=460, x_label="arrived GPU demand, % of capacity",
-                       y_label="allocated GPUs", dashed=dashed)
-    path.write_text(f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>openb allocation</title>"
-                    f"<style>{CSS}</style></head><body><h1>openb: GPU allocation</h1><p>Dashed: the published curves "
-                    f"(GPU-sharing-aware policies, mean of 10 seeds). Solid: plain kube-scheduler in kubesched, where a "
-                    f"pod holds whole GPUs.</p>{chart}</body></html>\n")
+    data = Path(args.data)
+    traces: list[Path] = []
+    if not args.only_trace:
+        if not data.is_dir():
+            sys.stderr.write(f"compare.py: --data {data}: not a directory (expected the openb traces and {PUBLISHED})\n")
+            return 2
+        traces += sorted(data.glob("openb_pod_list_*.csv"))
+    for t in args.trace:
+        p = Path(t)
+        if not p.is_file():
+            sys.stderr.write(f"compare.py: --trace {t}: no such file\n")
+            return 2
+        traces.append(p)
+    if not traces:
+        sys.stderr.write(f"compare.py: no openb_pod_list_*.csv in {data} and no --trace\n")
+        return 2
+    try:
+        seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else None
+    except ValueError:
+        sys.stderr.write(f"compare.py: --seeds: expected integers separated by commas, got {args.seeds!r}\n")
+        return 2
+    policies = args.policies.split(",") if args.policies else None
+    pub_file = data / PUBLISHED
+    out = Path(args.out)
+    try:
+        published = read_published(str(pub_file)) if pub_file.is_file() else {}
+        results = []
+        for i, trace in enumerate(traces):
+            res = compare_trace(trace, published, pub_file if pub_file.is_file() else None, out, args.jobs, seeds,
+                                policies,
+                                f"[{i + 1}/{len(traces)}] {trace.stem}")
+            print_trace(res)
+            results.append(res)
+    except InputError as e:
+        sys.stderr.write(f"\ncompare.py: {e}\n")
+        return 2
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "compare.json").write_text(json.dumps({"points": POINTS, "traces": results}, indent=2) + "\n")
+    worst = max((it["maxGap"] for r in results for it in r["policies"].values() if "maxGap" in it), default=None)
+    if worst is not None:
+        print(f"\nlargest gap over every trace and policy: {worst:.2f} percentage points")
+    print(f"results: {out}/<trace>/allocation.csv, report.html; summary: {out / 'compare.json'}")
+    return 0
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ draws it with the report's SVG line charts.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -17,7 +18,8 @@ from kubesched.sim.gpu_allocation import POINTS, read_published
 
 
 def _stats(curves: np.ndarray) -> dict[str, list[float | None]]:
-    with np.errstate(all="ignore"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # points no run reached are NaN, not an error
         mean = np.nanmean(curves, axis=0) if curves.size else np.full(POINTS, np.nan)
         lo = np.nanmin(curves, axis=0) if curves.size else np.full(POINTS, np.nan)
         hi = np.nanmax(curves, axis=0) if curves.size else np.full(POINTS, np.nan)

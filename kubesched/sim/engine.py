@@ -1391,8 +1391,9 @@ class Engine:
             total = float(table.alloc[:rows, c].sum())
             if total > 0:
                 allocation[res] = float(table.requested[:rows, c].sum()) / total
-                if res in self._arrived:
-                    allocation[f"{res}_arrived"] = self._arrived[res] / total
+                if res in self._trace_resources:
+                    # From the first record on, even before the first arrival (series have equal lengths).
+                    allocation[f"{res}_arrived"] = self._arrived.get(res, 0.0) / total
         self.rec.record(self.t, cpu, mem, req, len(self.sched.queue), int(self.slot_live.sum()), allocation)
         if self.progress is not None:
             self.progress(min(1.0, self.t / self.s.duration))
