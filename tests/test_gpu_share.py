@@ -91,12 +91,12 @@ def test_device_table_follows_cluster_events() -> None:
     c.bind(p, "n0")
     assert gpu.used_milli == 0  # bound, but no devices recorded yet (Reserve writes them)
     cur = c.pods[p.key]
-    c.apply("update", with_gpu_index(cur, (1,)))
+    c.update(with_gpu_index(cur, (1,)))
     assert gpu.left[0].tolist() == [1000, 700] and gpu.used_milli == 300 and gpu.devices(p.key) == (1,)
     assert GPU_INDEX not in cur.meta.annotations  # the object handed out was not changed
-    c.apply("update", with_gpu_index(c.pods[p.key], (0,)))
+    c.update(with_gpu_index(c.pods[p.key], (0,)))
     assert gpu.left[0].tolist() == [700, 1000]
-    c.apply("unbind", c.pods[p.key])
+    c.unbind(c.pods[p.key])
     assert gpu.left[0].tolist() == [1000, 1000] and gpu.used_milli == 0
     q = parse_pod(pod("b", milli=1000, count=2, node_name="n0", index="0-1"))
     c.add(q)

@@ -24,12 +24,12 @@ from __future__ import annotations
 import dataclasses
 import weakref
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from kubesched.api.objects import Node, Pod
 from kubesched.api.quantity import milli_value_of, parse_quantity, value_of
+from kubesched.cluster.events import Event, EventType
 from kubesched.cluster.state import ClusterState
 
 GPU_MILLI = "alibabacloud.com/gpu-milli"  # per-GPU milli a pod asks for; a node's total milli-GPU capacity
@@ -228,7 +228,8 @@ class GpuTable:
         self.tag_names: list[str] = []
         self._tag_cols: dict[str, int] = {}
         self._rebuild()
-        cluster.listeners.append(self._on_event)
+        # An index: it must agree with the state at every event (and it never changes the state).
+        cluster.subscribe(self._on_event, index=True)
 
     @classmethod
     def of(cls, cluster: ClusterState) -> GpuTable:
@@ -326,15 +327,14 @@ class GpuTable:
 
     # ------------------------------------------------------------ events
 
-    def _on_event(self, action: str, obj: Any, extra: Any) -> None:
-        kind = getattr(obj, "kind", None)
-        if kind == "Pod":
-            self._sync_pod(obj.key)
-        elif kind == "Node":
-            if action == "delete" or len(self.cluster.node_infos) < self._rows_known:
+    def _on_event(self, ev: Event) -> None:
+        if ev.kind == "Pod":
+            self._sync_pod(ev.obj.key)
+        elif ev.kind == "Node":
+            if ev.type is EventType.DELETED or len(self.cluster.node_infos) < self._rows_known:
                 self._rebuild()  # the state renumbers its rows when a node goes
             else:
-                info = self.cluster.node_info_by_name.get(obj.name)
+                info = self.cluster.node_info_by_name.get(ev.obj.name)
                 if info is not None:
                     self._set_node_row(info.index, info.node)
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from kubesched.cluster.events import Event, EventType
 from kubesched.cluster.gpu import GpuTable, gpu_request
 from kubesched.cluster.gpufrag import FragCache
 from kubesched.cluster.state import ClusterState
@@ -36,12 +37,13 @@ class GpuAllocationRecorder:
         self.arrived: list[int] = []
         self.used: list[int] = []
         self.fragmentation: list[float] = []
-        cluster.listeners.append(self._on_event)
+        # Read-only, and it must see the state as each arrival finds it: subscribed as an index.
+        cluster.subscribe(self._on_event, index=True)
 
-    def _on_event(self, action: str, obj: Any, extra: Any) -> None:
-        if action == "add" and getattr(obj, "kind", None) == "Pod" and not obj.node_name:
+    def _on_event(self, ev: Event) -> None:
+        if ev.type is EventType.ADDED and ev.kind == "Pod" and not ev.obj.node_name:
             self.sample()
-            self.arrived_now += gpu_request(obj).total
+            self.arrived_now += gpu_request(ev.obj).total
 
     def sample(self) -> None:
         self.arrived.append(self.arrived_now)

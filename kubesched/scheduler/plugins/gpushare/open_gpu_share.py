@@ -26,6 +26,7 @@ import numpy as np
 
 from kubesched.api.objects import Pod
 from kubesched.api.resources import scheduler_request
+from kubesched.cluster.events import Cause
 from kubesched.cluster.gpu import GPU_INDEX, MILLI, GpuTable, gpu_request, pod_gpu_index, with_gpu_index
 from kubesched.cluster.state import ClusterState, NodeInfo
 from kubesched.errors import InputError
@@ -180,7 +181,7 @@ class OpenGpuShare(FilterPlugin, ReservePlugin):
         if not devices:
             return error(f"failed to allocate gpu to pod({pod.key}) to node({node_name})")
         if pod_gpu_index(cur) != tuple(devices):
-            cluster.apply("update", with_gpu_index(cur, tuple(devices)))
+            cluster.update(with_gpu_index(cur, tuple(devices)), cause=Cause.SCHEDULER)
             state.write(_RESERVED, True)
         return Status()
 
@@ -190,5 +191,5 @@ class OpenGpuShare(FilterPlugin, ReservePlugin):
         cluster = self.handle.cluster
         cur = cluster.pods.get(pod.key)
         if cur is not None and GPU_INDEX in cur.meta.annotations:
-            cluster.apply("update", with_gpu_index(cur, None))
+            cluster.update(with_gpu_index(cur, None), cause=Cause.SCHEDULER)
         state.delete(_RESERVED)

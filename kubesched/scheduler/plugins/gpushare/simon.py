@@ -37,10 +37,7 @@ class Simon(BindPlugin, ScorePlugin):
         no_args(self.name, args)
 
     def bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
-        cluster = self.handle.cluster
-        cur = cluster.pods.get(pod.key)
-        if cur is None or cur.node_name != node_name:
-            cluster.bind(cur or pod, node_name)
+        self.handle.cluster.bind(pod, node_name)
         return Status()
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status]:
