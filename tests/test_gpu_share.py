@@ -388,3 +388,56 @@ def test_tie_break_by_seeded_node_order() -> None:
     assert len(picks("seededNodeOrder", 1)) == 1
     assert len(picks("random", 1)) > 1
     assert len({next(iter(picks("seededNodeOrder", s))) for s in range(8)}) > 1
+
+
+# ---------------------------------------------------------------- the unschedulable path's shortcuts
+
+
+def test_first_failure_statuses_agree_with_the_per_node_path() -> None:
+    """Statuses from the plugins' masks (and filter_statuses in bulk) are what running every plugin on each
+    node gives: same code, reasons and plugin."""
+    rnd = random.Random(11)
+    c = _random_cluster(rnd)
+    sched = scheduler_for("best-fit", c, 1)
+    for i in range(150):
+        c.add(parse_pod(_random_pod(i, rnd)))
+    sched.enqueue_pending()
+    sched.run_until_idle()
+    fwk = sched.frameworks["simon-scheduler"]
+    rows = c.node_order()
+    checked = 0
+    for k in range(60):
+        p = parse_pod(_random_pod(2000 + k, rnd))
+        state = CycleState()
+        fwk.run_pre_filter(state, p)
+        fast = fwk.first_failure_statuses(state, p, rows)
+        for r in rows:
+            info = c.node_infos[r]
+            slow = fwk.run_filter_plugins(state, p, info)
+            got = fast[info.name]
+            assert (got.code, got.reasons, got.plugin if not slow.is_success else "") == \
+                (slow.code, slow.reasons, slow.plugin), (p.key, info.name)
+            checked += not slow.is_success
+    assert checked > 100
+
+
+def test_preemption_shortcut_gives_the_dry_run_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pods of one priority: the post-filter message without the dry run equals the one with it."""
+    from kubesched.scheduler.plugins.default_preemption import DefaultPreemption
+
+    def outcome(shortcut: bool) -> str:
+        if not shortcut:
+            monkeypatch.setattr(DefaultPreemption, "quick_reject", lambda self, pod, info: None)
+        c = _cluster(node("a", 1, cpu="4"), node("b", 2, cpu="4"),
+                     pods=(pod("x", cpu="2", milli=1000, count=1, node_name="a", index="0"),))
+        sched = scheduler_for("gpu-packing", c)
+        c.add(parse_pod(pod("big", cpu="2", milli=1000, count=4)))
+        sched.enqueue_pending()
+        outs: list[str] = []
+        sched.run_until_idle(on_outcome=lambda o: outs.append(o.reason))
+        monkeypatch.undo()
+        return outs[0]
+
+    fast = outcome(True)
+    assert "preemption: 0/2 nodes are available" in fast and "No preemption victims found" in fast
+    assert fast == outcome(False)

@@ -261,8 +261,7 @@ class Evaluator:
 
         diagnosis = Diagnosis()
         absent = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, [NOT_HELPFUL])
-        for info in self.handle.cluster.node_infos:
-            name = info.node.name
+        for name in self.framework.node_names():
             diagnosis.node_to_status[name] = node_statuses.get(name, absent)
         return FitError(pod, self.handle.cluster.num_nodes, diagnosis).message()
 
@@ -272,11 +271,11 @@ class Evaluator:
         cluster = self.handle.cluster
         infos = cluster.node_infos
         potential: list[NodeInfo] = []
+        names = self.framework.node_names()
         for r in cluster.node_order().tolist():
-            info = infos[r]
-            st = statuses.get(info.node.name)
+            st = statuses.get(names[r])
             if st is not None and st.code is Code.UNSCHEDULABLE:
-                potential.append(info)
+                potential.append(infos[r])
         if not potential:
             return [], {}, []
         pdbs = list(cluster.pdbs.values())

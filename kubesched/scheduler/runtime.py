@@ -117,6 +117,8 @@ class Framework:
         self.pre_bind: list[PreBindPlugin] = self.points["preBind"]  # type: ignore[assignment]
         self.bind: list[BindPlugin] = self.points["bind"]  # type: ignore[assignment]
         self.post_bind: list[PostBindPlugin] = self.points["postBind"]  # type: ignore[assignment]
+        self._names: list[str] = []
+        self._names_generation = -1
         # Score plugins that define NormalizeScore (the others need no call).
         self._normalizing = {pl.name for pl in self.score
                              if getattr(type(pl), "normalize_score", None) is not ScorePlugin.normalize_score}
@@ -249,7 +251,16 @@ class Framework:
                 if not st.is_success:
                     found[i] = st.with_plugin(pl.name)
                     pending[i] = False
-        return {infos[r].node.name: found.get(i) or Status() for i, r in enumerate(rows.tolist())}
+        names = self.node_names()
+        return {names[r]: found.get(i) or Status() for i, r in enumerate(rows.tolist())}
+
+    def node_names(self) -> list[str]:
+        """Node names by table row (kept until a node changes)."""
+        cluster = self.cluster
+        if self._names_generation != cluster.node_generation or len(self._names) != cluster.num_nodes:
+            self._names = [info.node.name for info in cluster.node_infos]
+            self._names_generation = cluster.node_generation
+        return self._names
 
     def run_filter_with_nominated_pods(self, state: CycleState, pod: Pod, node_info: NodeInfo,
                                        nominated: list[Pod]) -> Status:

@@ -57,6 +57,8 @@ def print_table(doc: dict[str, Any]) -> None:
     for row in comparison_rows(doc):
         table.add_row(*row)
     console.print(table)
+    if doc.get("gpuAllocation"):
+        console.print(gpu_allocation_table(doc["gpuAllocation"]))
     for v in doc["variants"]:
         for f in v["loops"][:3]:
             console.print(f"[yellow]eviction loop[/yellow] in {v['name']}: {f['workload']} — {f['episodes']} episode(s), "
@@ -66,3 +68,25 @@ def print_table(doc: dict[str, Any]) -> None:
     if files:
         console.print(f"results: {files['summary']}, {files['comparison']}"
                       + (f", report: {files['report']}" if files.get("report") else ""))
+
+
+def gpu_allocation_table(runs: list[dict[str, Any]]) -> Any:
+    """Allocated GPUs at some arrived-demand points: each variant's mean over its seeds."""
+    from rich.table import Table
+
+    points = (50, 80, 90, 100, 110, 130)
+    table = Table(title="GPU allocation (% of the GPUs) at arrived GPU demand (% of the GPUs), mean over seeds")
+    table.add_column("variant")
+    table.add_column("seeds", justify="right")
+    for k in points:
+        table.add_column(f"{k}%", justify="right")
+    by: dict[str, list[list[float | None]]] = {}
+    for r in runs:
+        by.setdefault(r["variant"], []).append(r["curve"])
+    for name, curves in by.items():
+        cells = []
+        for k in points:
+            vals = [float(v) for c in curves if (v := c[k]) is not None]
+            cells.append(f"{sum(vals) / len(vals):.2f}" if vals else "-")
+        table.add_row(name, str(len(curves)), *cells)
+    return table

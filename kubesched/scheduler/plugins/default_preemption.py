@@ -10,10 +10,12 @@ minCandidateNodesAbsolute (100) bound how many candidate nodes the dry run looks
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from kubesched.api.objects import Pod, PodDisruptionBudget
+from kubesched.cluster.events import Event, EventType
 from kubesched.cluster.state import NodeInfo
 from kubesched.errors import InputError
 from kubesched.scheduler.framework import ClusterEvent, Code, CycleState, PostFilterPlugin, PostFilterResult, Status
@@ -51,8 +53,22 @@ class DefaultPreemption(PostFilterPlugin):
         self.min_candidate_nodes_percentage = pct
         self.min_candidate_nodes_absolute = absolute
         self.evaluator = Evaluator(self.name, handle, self)
-        self._lowest: int | None = None
-        self._lowest_gen = -1
+        # How many pods on nodes have each priority (what a preemptor could evict), kept from events.
+        self._priorities: Counter[int] = Counter()
+        for p in handle.cluster.pods.values():
+            if _counted(p):
+                self._priorities[p.effective_priority] += 1
+        handle.cluster.subscribe(self._on_event, index=True)
+
+    def _on_event(self, ev: Event) -> None:
+        if ev.kind != "Pod":
+            return
+        if _counted(ev.old):
+            self._priorities[ev.old.effective_priority] -= 1
+            if not self._priorities[ev.old.effective_priority]:
+                del self._priorities[ev.old.effective_priority]
+        if ev.type is not EventType.DELETED and _counted(ev.obj):
+            self._priorities[ev.obj.effective_priority] += 1
 
     @classmethod
     def default_args(cls) -> dict[str, Any]:
@@ -105,15 +121,9 @@ class DefaultPreemption(PostFilterPlugin):
 
     def quick_reject(self, pod: Pod, node_info: NodeInfo | None) -> Status | None:
         """No pod on the node (on any node, when None) has a lower priority than the preemptor:
-        select_victims_on_node finds no victim. The lowest priority of the assigned pods is cached until
-        pods change."""
-        gen = self.handle.cluster.pod_generation
-        if self._lowest_gen != gen:
-            self._lowest = min((p.effective_priority for p in self.handle.cluster.pods.values() if p.node_name),
-                               default=None)
-            self._lowest_gen = gen
-        lowest = self._lowest
-        if lowest is not None and lowest < pod.effective_priority and \
+        select_victims_on_node finds no victim."""
+        prio = pod.effective_priority
+        if any(p < prio for p in self._priorities) and \
                 (node_info is None or any(self.is_preemption_allowed(node_info, p, pod) for p in node_info.pods.values())):
             return None
         return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, [NO_VICTIMS])
@@ -176,3 +186,8 @@ class DefaultPreemption(PostFilterPlugin):
         if violating and non_violating:
             victims.sort(key=key)
         return victims, num_violating, Status()
+
+
+def _counted(pod: Pod | None) -> bool:
+    """Whether the pod counts on its node (NodeInfo holds assigned pods that are not terminal)."""
+    return pod is not None and bool(pod.node_name) and not pod.is_terminal

@@ -147,8 +147,17 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             msg = f"Insufficient {r}"
             for i in np.flatnonzero(short).tolist():
                 reasons[i].append(msg)
-        return [Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE if u else Code.UNSCHEDULABLE, rs) if rs else Status()
-                for rs, u in zip(reasons, unresolvable.tolist(), strict=True)]
+        # Nodes with the same verdict share one Status (statuses are read, never changed, once returned).
+        shared: dict[tuple[bool, tuple[str, ...]], Status] = {}
+        out = []
+        for rs, u in zip(reasons, unresolvable.tolist(), strict=True):
+            key = (u, tuple(rs))
+            st = shared.get(key)
+            if st is None:
+                st = shared[key] = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE if u else Code.UNSCHEDULABLE, rs) \
+                    if rs else Status()
+            out.append(st)
+        return out
 
     def filter_nodes(self, state: CycleState, pod: Pod, cluster: ClusterState, rows: np.ndarray) -> np.ndarray:
         request = state.read(PRE_FILTER_KEY)

@@ -82,6 +82,8 @@ class OpenGpuShare(FilterPlugin, ReservePlugin):
                 raise InputError(f"gpuSelMethod {sel!r} is neither best, worst nor random, nor a score plugin this "
                                  f"profile enables", field="gpuSelMethod")
         self._placer: DevicePlacer | None = None
+        self._rejections: dict[int, Status] = {}
+        self._rejections_generation = -1
 
     def events_to_register(self) -> list[ClusterEvent]:
         return [ClusterEvent("Pod", ("delete", "update")), ClusterEvent("Node", ("add", "update"))]
@@ -123,9 +125,21 @@ class OpenGpuShare(FilterPlugin, ReservePlugin):
     def filter_statuses(self, state: CycleState, pod: Pod, cluster: ClusterState,
                         rows: np.ndarray) -> list[Status] | None:
         ok = self.filter_nodes(state, pod, cluster, rows)
-        infos = cluster.node_infos
-        return [Status() if passes else Status(Code.UNSCHEDULABLE, ["Node:" + infos[r].node.name])
-                for r, passes in zip(rows.tolist(), ok.tolist(), strict=True)]
+        if self._rejections_generation != cluster.node_generation:
+            self._rejections = {}
+            self._rejections_generation = cluster.node_generation
+        out = []
+        for r, passes in zip(rows.tolist(), ok.tolist(), strict=True):
+            if passes:
+                out.append(Status())
+                continue
+            # One Status per node, reused (statuses are read, never changed, once returned).
+            st = self._rejections.get(r)
+            if st is None:
+                st = self._rejections[r] = Status(Code.UNSCHEDULABLE, ["Node:" + cluster.node_infos[r].node.name],
+                                                  self.name)
+            out.append(st)
+        return out
 
     # ------------------------------------------------------------ Reserve
 
