@@ -441,3 +441,63 @@ def test_preemption_shortcut_gives_the_dry_run_message(monkeypatch: pytest.Monke
     fast = outcome(True)
     assert "preemption: 0/2 nodes are available" in fast and "No preemption victims found" in fast
     assert fast == outcome(False)
+
+
+def _reference_frag(cpu_left: int, left: list[int], model: str, pods: tuple[TypicalPod, ...]) -> float:
+    """NodeGpuShareFragAmount then FragAmountSumExceptQ3, written out as frag.go does it."""
+    data = [0.0] * 7
+    total = sum(left)
+    for p in pods:
+        if p.milli == 0:
+            t = 4 if cpu_left >= p.cpu else 5
+        elif not model_allows(model, p.model):
+            t = 6
+        else:
+            need = p.count
+            can = False
+            for x in left:
+                if x >= p.milli:
+                    need -= 1
+                    if need <= 0:
+                        can = True
+                        break
+            t = (2 if cpu_left >= p.cpu else 3) if can else (1 if cpu_left >= p.cpu else 0)
+        if t == 2:
+            frag = sum(x for x in left if x < p.milli)
+            data[1] += p.freq * float(frag)
+            data[2] += p.freq * float(total - frag)
+        else:
+            data[t] += p.freq * float(total)
+    out = 0.0
+    for i in range(7):
+        if i != 2:
+            out += data[i]
+    return out
+
+
+def test_fragmentation_matches_upstream_order_exactly() -> None:
+    rnd = random.Random(3)
+    c = _cluster(*[node(f"n{i}", rnd.choice([1, 2, 4, 8]), rnd.choice(["A", "B"])) for i in range(40)])
+    gpu = GpuTable.of(c)
+    for trial in range(20):
+        shapes = []
+        for _ in range(rnd.randrange(3, 12)):
+            kind = rnd.random()
+            if kind < 0.2:
+                shapes.append((rnd.choice([1000, 4000, 16000]), 0, 0, ""))
+            else:
+                shapes.append((rnd.choice([1000, 4000, 16000]), rnd.choice([100, 250, 500, 1000]),
+                               rnd.choice([1, 1, 2]), rnd.choice(["", "", "A", "B|C"])))
+        pods = typical_pods([s for s in shapes for _ in range(rnd.randrange(1, 5))], popularity_threshold=90)
+        n = 30
+        cpu = np.array([rnd.randrange(0, 20000) for _ in range(n)], dtype=np.int64)
+        left = np.zeros((n, 8), dtype=np.int64)
+        models = []
+        for i in range(n):
+            count = rnd.choice([1, 2, 4, 8])
+            left[i, :count] = [rnd.choice([0, 100, 250, 333, 600, 1000]) for _ in range(count)]
+            models.append(rnd.choice(["A", "B", "C"]))
+        codes = np.array([gpu.model_code_of(m) for m in models], dtype=np.int64)
+        got = fragmentation(TargetTable(pods), gpu, cpu, left, codes)
+        want = [_reference_frag(int(cpu[i]), [int(x) for x in left[i]], models[i], pods) for i in range(n)]
+        assert got.tolist() == want, trial
