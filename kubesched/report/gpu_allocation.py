@@ -16,6 +16,8 @@ import numpy as np
 from kubesched.report.html import PALETTE, esc, line_chart
 from kubesched.sim.gpu_allocation import POINTS, read_published
 
+ZOOM_FROM = 70  # the per-variant charts start here: below, every policy allocates what arrives
+
 
 def _stats(curves: np.ndarray) -> dict[str, list[float | None]]:
     with warnings.catch_warnings():
@@ -57,30 +59,49 @@ def allocation_data(scenario: Any, runs: list[dict[str, Any]]) -> list[dict[str,
 def allocation_section(scenario: Any, runs: list[dict[str, Any]]) -> str:
     data = allocation_data(scenario, runs)
     xs = list(range(POINTS))
+    zoom = list(range(ZOOM_FROM, POINTS))
+
+    def frac(values: list[float | None], at: list[int]) -> list[float | None]:
+        return [None if values[k] is None else values[k] / 100 for k in at]  # type: ignore[operator]
+
     parts = ['<h2>GPU allocation against arrived GPU demand</h2><p class="note">Allocated GPUs (% of the '
-             "cluster's) when the GPU demand that has arrived is x % of the cluster's GPUs. Solid: this run's "
-             "mean over its seeds, thin: its min and max; dashed grey: the published curves' min and max over "
-             'their seeds (the band), dashed black: their mean.</p><div class="grid-2">']
+             "cluster's) when the GPU demand that has arrived is x % of the cluster's GPUs. First every variant's "
+             "mean over its seeds (dashed: the published means); then each variant from "
+             f"{ZOOM_FROM} % on — solid: its mean, thin: its seeds' min and max; dashed grey: the published "
+             "seeds' min and max (the band), dashed black: their mean.</p>"]
+    overview: list[Any] = [("arrived (y = x)", [0, 130], [0, 1.3], "#dddddd")]
+    dashed_all: list[int] = []
     for i, item in enumerate(data):
         colour = PALETTE[i % len(PALETTE)]
-
-        def frac(values: list[float | None]) -> list[float | None]:
-            return [None if v is None else v / 100 for v in values]
-
-        lines: list[Any] = [("arrived (y = x)", [0, 130], [0, 1.3], "#dddddd")]
+        overview.append((item["variant"], xs, frac(item["ours"]["mean"], xs), colour))
+        if item["published"] is not None:
+            dashed_all.append(len(overview))
+            overview.append((f"published {item['policy']}", xs, frac(item["published"]["mean"], xs), colour))
+    parts.append(line_chart("gpu-allocation", "GPU allocation, every variant (mean over seeds)", overview, "pct",
+                            x_kind="num", y_max=1.3, width=1120, height=380,
+                            x_label="arrived GPU demand, % of capacity", y_label="allocated GPUs",
+                            dashed=dashed_all))
+    parts.append('<div class="grid-2">')
+    for i, item in enumerate(data):
+        colour = PALETTE[i % len(PALETTE)]
+        lines: list[Any] = []
         dashed = []
         pub = item["published"]
         if pub is not None:
-            dashed = [1, 2, 3]
-            lines += [("published min", xs, frac(pub["min"]), "#999999"),
-                      ("published max", xs, frac(pub["max"]), "#999999"),
-                      ("published mean", xs, frac(pub["mean"]), "#222222")]
+            dashed = [0, 1, 2]
+            lines += [("published min", zoom, frac(pub["min"], zoom), "#999999"),
+                      ("published max", zoom, frac(pub["max"], zoom), "#999999"),
+                      ("published mean", zoom, frac(pub["mean"], zoom), "#222222")]
         ours = item["ours"]
         if len(item["seeds"]) > 1:
-            lines += [("min", xs, frac(ours["min"]), colour), ("max", xs, frac(ours["max"]), colour)]
-        lines.append((f"{item['variant']} (mean of {len(item['seeds'])} seed(s))", xs, frac(ours["mean"]), colour))
+            lines += [("min", zoom, frac(ours["min"], zoom), colour), ("max", zoom, frac(ours["max"], zoom), colour)]
+        lines.append((f"{item['variant']} (mean of {len(item['seeds'])} seed(s))", zoom, frac(ours["mean"], zoom),
+                      colour))
+        values = [v for _, _, ys, _ in lines for v in ys if v is not None]
         title = item["variant"] + (f" vs published {item['policy']}" if item["policy"] else "")
-        parts.append(line_chart(f"gpu-allocation-{item['variant']}", title, lines, "pct", x_kind="num", y_max=1.3,
+        parts.append(line_chart(f"gpu-allocation-{item['variant']}", title, lines, "pct", x_kind="num",
+                                y_min=min(values) - 0.01 if values else 0.0,
+                                y_max=max(values) + 0.005 if values else 1.0,
                                 x_label="arrived GPU demand, % of capacity", y_label="allocated GPUs",
                                 dashed=dashed))
     parts.append("</div>")
