@@ -185,3 +185,23 @@ def test_cli_bad_gpu_field_is_one_line_exit_2(tmp_path: Path) -> None:
     r = subprocess.run([sys.executable, "-m", "kubesched", "simulate", str(path)], capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "spec.scheduler.tieBreak" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--data", "/nonexistent"], "--data /nonexistent: not a directory"),
+    (["--only-trace", "--trace", "/nonexistent.csv"], "--trace /nonexistent.csv: no such file"),
+    (["--only-trace", "--trace", "examples/openb/data/openb_pod_list_default.csv", "--seeds", "x"], "--seeds"),
+])
+def test_compare_script_bad_input(argv: list[str], message: str) -> None:
+    r = subprocess.run([sys.executable, str(ROOT / "examples" / "openb" / "compare.py"), *argv], capture_output=True,
+                       text=True, cwd=ROOT)
+    assert r.returncode == 2 and message in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_compare_script_bad_trace(tmp_path: Path) -> None:
+    bad = tmp_path / "openb_pod_list_bad.csv"
+    bad.write_text("name,cpu_milli\npod-1,1000\n")
+    r = subprocess.run([sys.executable, str(ROOT / "examples" / "openb" / "compare.py"), "--only-trace", "--trace",
+                        str(bad), "--seeds", "1", "--policies", "fgd", "--out", str(tmp_path / "out")],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 2 and "no column 'memory_mib'" in r.stderr and "Traceback" not in r.stderr
