@@ -47,6 +47,7 @@ from kubesched.sim.defaulting import admit_pod, default_workload
 from kubesched.sim.loops import Binding, Eviction
 from kubesched.sim.metrics import LazyPodMetrics, MetricsPipeline, Sample, SimMetricsSource, smooth
 from kubesched.sim.recorder import Recorder
+from kubesched.sim.replay import Replay
 from kubesched.sim.scenario import (
     ComponentConfig,
     DeschedulerSpec,
@@ -172,8 +173,9 @@ class Engine:
         self._row_of_nid = np.zeros(0, dtype=np.int64)
 
         self._load_components()
-        self._build_cluster()
+        # Traces before the cluster: snapshot pods take their series when they are registered.
         self._build_usage_traces()
+        self._build_cluster()
 
     # ------------------------------------------------------------ configuration
 
@@ -247,7 +249,13 @@ class Engine:
         self._koord_plugins = [p for fwk in self.sched.frameworks.values() for p in fwk.plugins.values()
                                if getattr(p, "name", "") == "LoadAwareScheduling"]
         self.cluster.listeners.append(self._on_cluster_event)
-        self._snapshot_pods(snap)
+        # A replayed recording takes over the snapshot pods (and controllers) of the workloads it recorded.
+        self.replay = Replay(self, s.replay, snap) if s.replay is not None else None
+        if self.replay is not None:
+            self._snapshot_pods(snap, self.replay.pod_keys, self.replay.workloads)
+            self.replay.start()
+        else:
+            self._snapshot_pods(snap)
         self._workload_controllers()
 
     def _node_from_template(self, name: str) -> Node:
@@ -359,9 +367,11 @@ class Engine:
     def _priority_classes(self) -> dict[str, PriorityClass]:
         return self.cluster.priority_classes
 
-    def _snapshot_pods(self, snap: Snapshot) -> None:
+    def _snapshot_pods(self, snap: Snapshot, skip_pods: frozenset[str] = frozenset(),
+                       skip_workloads: frozenset[str] = frozenset()) -> None:
         """Snapshot pods start as they are: bound ones running, the others pending. Their controllers
-        (from the snapshot, the scenario, or implicit) adopt them."""
+        (from the snapshot, the scenario, or implicit) adopt them. Pods and workloads a replay owns are
+        skipped."""
         snap_ctrl: dict[tuple[str, str, str], Controller] = {}
         for o in snap.others:
             kind = o.kind
@@ -371,10 +381,14 @@ class Engine:
                 for ow in owners:
                     if isinstance(ow, dict) and ow.get("controller") and ow.get("kind") == "Deployment":
                         top = f"Deployment/{o.meta.namespace}/{ow.get('name')}"
+                if top in skip_workloads:
+                    continue
                 c = self._make_controller(o.raw, top, 600.0)
                 snap_ctrl[(kind, o.meta.namespace, o.meta.name)] = c
         implicit: dict[tuple[str, str, str], ctl.ImplicitController] = {}
         for p in snap.pods:
+            if p.key in skip_pods:
+                continue
             ref = p.controller_ref()
             owner: Controller | None = None
             if ref is not None:
@@ -470,8 +484,9 @@ class Engine:
         return sp
 
     def create_pod(self, raw: dict[str, Any], owner: Controller | None, identity: str, ordinal: int,
-                   replaces: str | None, workload: str | None = None) -> SimPod:
-        """A pod a controller (or a trace) creates: admitted and defaulted by the API server, then queued."""
+                   replaces: str | None, workload: str | None = None, node: str | None = None) -> SimPod:
+        """A pod a controller (or a trace) creates: admitted and defaulted by the API server, then queued;
+        with `node`, created bound (spec.nodeName) and started by that node's kubelet without scheduling."""
         meta = raw.setdefault("metadata", {})
         name = str(meta.get("name"))
         ns = str(meta.get("namespace") or "default")
@@ -479,13 +494,24 @@ class Engine:
         uid = self.new_uid(f"Pod/{ns}/{name}")
         created = rfc3339(self.epoch + self.t)
         pod = self._instantiate(raw, owner, name, ns, uid, created)
+        if node:
+            pod.raw["spec"] = {**pod.raw.get("spec", {}), "nodeName": node}
+            pod = dataclasses.replace(pod, node_name=node)
         wl = owner.workload if owner is not None else (workload or identity)
         sp = self._register(pod, owner, identity, ordinal, replaces, wl)
         if owner is not None:
             owner.pods[sp.key] = sp
         self.cluster.apply("add", pod)
-        self.sched.queue.add(pod)
+        if node:
+            sp.node, sp.bound_at = node, self.t
+            self._push(self.t + self.s.startup_delay, ORDER_POD, self._start_pod, sp, self.serial[sp.key])
+        else:
+            self.sched.queue.add(pod)
         return sp
+
+    def at(self, t: float, fn: Callable[..., None], *args: Any) -> None:
+        """Run fn(*args) at virtual time t among that instant's pod lifecycle events (a hook for drivers)."""
+        self._push(t, ORDER_POD, fn, *args)
 
     def _instantiate(self, raw: dict[str, Any], owner: Controller | None, name: str, ns: str, uid: str,
                      created: str) -> Pod:
@@ -825,7 +851,10 @@ class Engine:
                     continue
                 series = max(sp.ordinal, 0) % len(grid.names)
             else:
-                idx = grid.index(sp.pod.name)
+                # A series named namespace/name (what capture writes), or by the pod's name alone.
+                idx = grid.index(sp.key)
+                if idx is None:
+                    idx = grid.index(sp.pod.name)
                 if idx is None:
                     continue
                 series = idx
