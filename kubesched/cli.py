@@ -318,8 +318,11 @@ def capture_cmd(kubeconfig: str | None, context: str | None, out: str, fmt: str,
     """Read a live cluster (and its usage history from Prometheus) into a scenario `simulate` runs as is."""
 
     def run() -> None:
-        from kubesched.live.command import capture_command
-
+        try:
+            from kubesched.live.command import capture_command
+        except ImportError as e:  # the official client is an optional dependency
+            raise InputError(f"capture needs the kubernetes client ({e.name} is missing): "
+                             f"pip install 'kubesched[live]'") from None
         capture_command(kubeconfig=kubeconfig, context=context, out=out, fmt=fmt, prometheus=prometheus,
                         prometheus_token_file=prometheus_token_file, since=since, step=step,
                         queries={"cpu": cpu, "memory": memory, "node_cpu": node_cpu, "node_memory": node_memory},
