@@ -299,6 +299,8 @@ def simulate_cmd(scenario: str, variants: tuple[str, ...], out: str | None, as_j
 @click.option("--memory-query", "memory", default=None, metavar="PROMQL", help="pod memory in bytes by namespace, pod, node")
 @click.option("--node-cpu-query", "node_cpu", default=None, metavar="PROMQL", help="node CPU in cores by node")
 @click.option("--node-memory-query", "node_memory", default=None, metavar="PROMQL", help="node memory in bytes by node")
+@click.option("--max-points", type=int, default=11000, show_default=True,
+              help="points per series in one range query (Prometheus refuses more than 11,000)")
 @click.option("--tables", type=click.Choice(["auto", "parquet", "csv"]), default="auto", show_default=True,
               help="trace files: Parquet when pyarrow is installed (auto), or CSV")
 @click.option("--page-size", type=int, default=500, show_default=True, help="objects per LIST page")
@@ -312,7 +314,8 @@ def simulate_cmd(scenario: str, variants: tuple[str, ...], out: str | None, as_j
 @OUTPUT
 def capture_cmd(kubeconfig: str | None, context: str | None, out: str, fmt: str, prometheus: str | None,
                 prometheus_token_file: str | None, since: str, step: str, cpu: str | None, memory: str | None,
-                node_cpu: str | None, node_memory: str | None, tables: str, page_size: int, request_timeout: str,
+                node_cpu: str | None, node_memory: str | None, max_points: int, tables: str, page_size: int,
+                request_timeout: str,
                 max_retries: int, duration: str, now: str | None, progress: bool | None, as_json: bool,
                 output: str) -> None:
     """Read a live cluster (and its usage history from Prometheus) into a scenario `simulate` runs as is."""
@@ -326,7 +329,8 @@ def capture_cmd(kubeconfig: str | None, context: str | None, out: str, fmt: str,
         capture_command(kubeconfig=kubeconfig, context=context, out=out, fmt=fmt, prometheus=prometheus,
                         prometheus_token_file=prometheus_token_file, since=since, step=step,
                         queries={"cpu": cpu, "memory": memory, "node_cpu": node_cpu, "node_memory": node_memory},
-                        page_size=page_size, request_timeout=request_timeout, max_retries=max_retries,
+                        max_points=max_points, page_size=page_size, request_timeout=request_timeout,
+                        max_retries=max_retries,
                         duration=duration, now=now, tables=tables, progress=progress,
                         as_json=as_json or output == "json")
 

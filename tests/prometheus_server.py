@@ -122,7 +122,7 @@ def cadvisor_history(out: TextIO, pods: list[PodHistory], start: float, end: flo
             if prev is not None:
                 total += p.cpu(prev) * (t - prev)
             prev = t
-            out.write(f"container_cpu_usage_seconds_total{{{labels}}} {total!r} {t:g}\n")
+            out.write(f"container_cpu_usage_seconds_total{{{labels}}} {total!r} {t:.3f}\n")
             node_cpu[p.node][i] += p.cpu(t)
             n += 1
     for nd in nodes:
@@ -131,7 +131,7 @@ def cadvisor_history(out: TextIO, pods: list[PodHistory], start: float, end: flo
         for i, t in enumerate(times):
             if i:
                 total += node_cpu[nd][i - 1] * scrape
-            out.write(f'container_cpu_usage_seconds_total{{id="/",node="{nd}"}} {total!r} {t:g}\n')
+            out.write(f'container_cpu_usage_seconds_total{{id="/",node="{nd}"}} {total!r} {t:.3f}\n')
             n += 1
     out.write("# TYPE container_memory_working_set_bytes gauge\n")
     for p in pods:
@@ -140,11 +140,11 @@ def cadvisor_history(out: TextIO, pods: list[PodHistory], start: float, end: flo
             if p.start <= t < p.end:
                 v = p.memory(t)
                 node_mem[p.node][i] += v
-                out.write(f"container_memory_working_set_bytes{{{labels}}} {v!r} {t:g}\n")
+                out.write(f"container_memory_working_set_bytes{{{labels}}} {v!r} {t:.3f}\n")
                 n += 1
     for nd in nodes:
         for i, t in enumerate(times):
-            out.write(f'container_memory_working_set_bytes{{id="/",node="{nd}"}} {node_mem[nd][i]!r} {t:g}\n')
+            out.write(f'container_memory_working_set_bytes{{id="/",node="{nd}"}} {node_mem[nd][i]!r} {t:.3f}\n')
             n += 1
     out.write("# EOF\n")
     return n

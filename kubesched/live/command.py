@@ -18,7 +18,7 @@ from kubesched.sim.units import parse_duration
 
 def capture_command(*, kubeconfig: str | None, context: str | None, out: str, fmt: str, prometheus: str | None,
                     prometheus_token_file: str | None, since: str, step: str, queries: dict[str, str | None],
-                    page_size: int, request_timeout: str, max_retries: int, duration: str, now: str | None,
+                    max_points: int, page_size: int, request_timeout: str, max_retries: int, duration: str, now: str | None,
                     tables: str, progress: bool | None, as_json: bool) -> None:
     since_s = parse_duration(since, "--since", allow_zero=False)
     step_s = parse_duration(step, "--step", allow_zero=False)
@@ -27,6 +27,8 @@ def capture_command(*, kubeconfig: str | None, context: str | None, out: str, fm
     timeout = parse_duration(request_timeout, "--request-timeout", allow_zero=False)
     if page_size < 1:
         raise InputError(f"expected a page size of at least 1, got {page_size}", field="--page-size")
+    if not 1 <= max_points <= 11000:
+        raise InputError(f"expected 1 to 11000 points per range query, got {max_points}", field="--max-points")
     if max_retries < 0:
         raise InputError(f"expected a number of retries of at least 0, got {max_retries}", field="--max-retries")
     if prometheus is not None and not prometheus.startswith(("http://", "https://")):
@@ -53,7 +55,8 @@ def capture_command(*, kubeconfig: str | None, context: str | None, out: str, fm
     q = Queries(**{k: v for k, v in queries.items() if v})
     opts = CaptureOptions(out=Path(out), fmt=fmt, prometheus=prometheus, prometheus_token=token, since=since_s,
                           step=step_s, queries=q, page_size=page_size,
-                          duration=parse_duration(duration, "--duration", allow_zero=False), now=at, table_format=tables)
+                          duration=parse_duration(duration, "--duration", allow_zero=False), now=at, table_format=tables,
+                          max_points=max_points)
     client = KubeClient.connect(kubeconfig, context, RetryPolicy(attempts=max_retries + 1, timeout=timeout))
     show = sys.stderr.isatty() if progress is None else progress
     bar: Progress = RichProgress() if show else Progress()
