@@ -54,8 +54,9 @@ def cluster() -> list[dict[str, Any]]:
          "spec": {"replicas": 0, "selector": {"app": "rc"}, "template": tmpl}},
         {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "apps", "uid": "d-uid"},
          "spec": {"replicas": 2, "selector": sel, "template": tmpl}},
-        {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "web-5f7b9", "namespace": "apps",
-                                                                     "uid": "rs-uid", "ownerReferences": owned("Deployment", "web", "d-uid")},
+        {"apiVersion": "apps/v1", "kind": "ReplicaSet",
+         "metadata": {"name": "web-5f7b9", "namespace": "apps", "uid": "rs-uid",
+                      "ownerReferences": owned("Deployment", "web", "d-uid")},
          "spec": {"replicas": 2, "selector": sel, "template": tmpl}},
         {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db", "namespace": "apps"},
          "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "db"}}, "serviceName": "db",
@@ -80,7 +81,8 @@ def cluster() -> list[dict[str, Any]]:
          "storageClassName": "fast", "capacity": "100Gi"},
         {"apiVersion": "metrics.k8s.io/v1beta1", "kind": "NodeMetrics", "metadata": {"name": "n1"},
          "timestamp": "2024-01-01T00:00:00Z", "window": "20s", "usage": {"cpu": "1500m", "memory": "3Gi"}},
-        {"apiVersion": "metrics.k8s.io/v1beta1", "kind": "PodMetrics", "metadata": {"name": "web-5f7b9-aaaaa", "namespace": "apps"},
+        {"apiVersion": "metrics.k8s.io/v1beta1", "kind": "PodMetrics",
+         "metadata": {"name": "web-5f7b9-aaaaa", "namespace": "apps"},
          "timestamp": "2024-01-01T00:00:00Z", "window": "20s",
          "containers": [{"name": "c", "usage": {"cpu": "400m", "memory": "300Mi"}}]},
     ]
@@ -316,3 +318,13 @@ def test_snapshot_loader_accepts_items_without_kind(tmp_path: Path) -> None:
     doc[0]["items"][0].pop("kind")
     doc[0]["items"][0].pop("apiVersion")
     assert [(o["kind"], o["apiVersion"]) for o in iter_objects(doc, str(f))] == [("Pod", "v1")]
+
+
+def test_the_clusterrole_in_deploy_grants_exactly_what_capture_reads() -> None:
+    from kubesched.live.capture import METRICS
+
+    doc = yaml.safe_load((Path(__file__).parent.parent / "deploy" / "capture-clusterrole.yaml").read_text())
+    granted = {(g, r) for rule in doc["rules"] for g in rule["apiGroups"] for r in rule["resources"]}
+    assert all(rule["verbs"] == ["get", "list"] for rule in doc["rules"])
+    assert granted == {(rt.group, rt.plural) for rt in CAPTURED + METRICS}
+    assert not any(r in ("secrets", "configmaps") for _, r in granted)
