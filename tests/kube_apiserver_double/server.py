@@ -720,7 +720,7 @@ class _Handler(BaseHTTPRequestHandler):
         """The pod strategy's defaulting and the Priority admission plugin, from kubesched's own model."""
         from kubesched.api.objects import parse_priority_class
         from kubesched.errors import InputError
-        from kubesched.sim.defaulting import admit_pod
+        from kubesched.api.defaulting import admit_pod
 
         _, pcs = self.double.store.current(self.double.resource("PriorityClass"), None)
         classes = {p["metadata"]["name"]: parse_priority_class(p) for p in pcs}
