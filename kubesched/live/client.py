@@ -17,7 +17,7 @@ Mirrors client-go where a client's behaviour is visible:
   5xx answer and connection errors, with exponential backoff (or the server's Retry-After), because a
   capture of a busy cluster should not fail on one overloaded answer.
 
-Secrets are never requested by anything in kubesched; `SECRET_FREE` guards the paths this module reads.
+Secrets are never requested by anything in kubesched; `_refuse_secrets` guards every path this module reads.
 """
 
 from __future__ import annotations
@@ -411,7 +411,8 @@ def _connection_problem(e: BaseException) -> str:
     """A short reason for a connection failure (urllib3 wraps the socket error several levels deep)."""
     seen = e
     for _ in range(5):
-        inner = getattr(seen, "reason", None) or seen.__cause__ or seen.__context__
+        reason = getattr(seen, "reason", None)
+        inner = reason if isinstance(reason, BaseException) else (seen.__cause__ or seen.__context__)
         if inner is None or inner is seen:
             break
         seen = inner
