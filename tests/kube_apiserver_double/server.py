@@ -718,9 +718,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _admit_pod(self, obj: dict[str, Any]) -> None:
         """The pod strategy's defaulting and the Priority admission plugin, from kubesched's own model."""
+        from kubesched.api.defaulting import admit_pod
         from kubesched.api.objects import parse_priority_class
         from kubesched.errors import InputError
-        from kubesched.api.defaulting import admit_pod
 
         _, pcs = self.double.store.current(self.double.resource("PriorityClass"), None)
         classes = {p["metadata"]["name"]: parse_priority_class(p) for p in pcs}
