@@ -79,20 +79,35 @@ def workloads(n_pods: int, n_nodes: int, per_rs: int = 10) -> list[dict[str, Any
     return out
 
 
+def _hwm_mib(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return 0.0
+
+
 def run_capture(args: list[str]) -> tuple[float, float, dict[str, Any]]:
-    """(wall seconds, peak RSS MiB of the capture process alone, its JSON summary)."""
+    """(wall seconds, peak RSS MiB of the capture process alone, its JSON summary).
+
+    The peak is the process's VmHWM, polled: rusage's maxrss would also count the bench process it was
+    forked from (Linux keeps the high-water mark across execve)."""
     t0 = time.monotonic()
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen([*KUBESCHED, "capture", *args, "--no-progress", "--json"], stdout=out, stderr=err,
                                 text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
+        peak = 0.0
+        while proc.poll() is None:
+            peak = max(peak, _hwm_mib(proc.pid))
+            time.sleep(0.1)
         wall = time.monotonic() - t0
         out.seek(0)
         err.seek(0)
         if proc.returncode != 0:
             raise SystemExit(f"capture failed ({proc.returncode}): {err.read().strip()}")
-        return wall, usage.ru_maxrss / 1024.0, json.loads(out.read())
+        return wall, peak, json.loads(out.read())
 
 
 def bench_objects(n_nodes: int, n_pods: int, work: Path, fmt: str) -> None:
