@@ -112,7 +112,7 @@ def test_history_round_trips_into_usage_traces(prometheus: str, captured: tuple[
     assert (h["start"], h["end"], h["step"], h["points"]) == ("2023-12-31T23:00:00Z", "2024-01-01T00:00:00Z", "1m", 61)
     assert (h["podsWithUsage"], h["capturedPodsWithUsage"], h["capturedPodsWithoutUsage"],
             h["podsGoneBeforeCapture"]) == (5, 3, 0, 2)
-    # 61 points, at most 7 per query: 9 chunks of two queries, and one node query pair per chunk.
+    # 61 points, at most 7 per query: 9 chunks of two pod queries, and 9 of two node queries.
     assert h["rangeQueries"] == 2 * 9 + 2 * 9
     rows = read_rows(str(out / "usage.parquet"), "usage")
     traced: dict[tuple[str, str], dict[int, tuple[float, float]]] = {}

@@ -277,7 +277,8 @@ class History:
 
     def fetch_pods(self, writer: TableWriter) -> None:
         """Pod CPU and memory, chunk by chunk, into `writer` (pod, node, t, cpu, memory)."""
-        points = self.max_points
+        # A short first chunk counts the series; the next ones are sized by it (bounded answers and memory).
+        points = min(self.max_points, 60)
         done = 0
         sized = False
         while done < self.points:
@@ -292,7 +293,6 @@ class History:
             if self.progress is not None:
                 self.progress(done, self.points)
             if not sized:
-                # Size the next chunks by the number of series seen: bounded answers, bounded memory.
                 sized = True
                 series = max(len(cpu), len(mem), 1)
                 points = max(1, min(self.max_points, self.max_samples // series))
