@@ -518,6 +518,23 @@ class Pod:
                        nominated_node_name=str(status.get("nominatedNodeName") or ""),
                        raw={**self.raw, "status": status}, cache=cache)
 
+    def with_annotations(self, changes: Mapping[str, str | None]) -> Pod:
+        """The pod with metadata.annotations changed (a value of None removes the key); memo keys derived
+        from annotations (those starting with "ann:") are dropped."""
+        ann = dict(self.meta.annotations)
+        for k, v in changes.items():
+            if v is None:
+                ann.pop(k, None)
+            else:
+                ann[k] = v
+        meta = dict(self.raw.get("metadata") or {})
+        if ann:
+            meta["annotations"] = dict(ann)
+        else:
+            meta.pop("annotations", None)
+        cache = {k: v for k, v in self.cache.items() if not (isinstance(k, str) and k.startswith("ann:"))}
+        return replace(self, meta=replace(self.meta, annotations=ann), raw={**self.raw, "metadata": meta}, cache=cache)
+
     def marked_for_deletion(self, at: datetime, grace_period_seconds: int) -> Pod:
         """The pod once a graceful deletion started: deletionTimestamp = start + grace period."""
         meta = dict(self.raw.get("metadata") or {})

@@ -9,6 +9,7 @@ Event. Each call names its cause, which the state's event carries to every liste
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -99,8 +100,16 @@ class Client(Protocol):
         """Set pod status fields (phase, reason, message, nominatedNodeName, conditions…; None removes)."""
         ...
 
+    def patch_pod_annotations(self, pod: Pod, annotations: Mapping[str, str | None], *, cause: Cause) -> Pod:
+        """A merge patch of the pod's metadata.annotations (None removes a key): what a Reserve plugin
+        records on the pod (e.g. the GPU-share plugin's device index); returns the new pod."""
+        ...
+
     def update_pdb_status(self, pdb: PodDisruptionBudget, *, disruptions_allowed: int, current_healthy: int,
-                          desired_healthy: int, expected_pods: int, cause: Cause = Cause.DISRUPTION) -> None:
+                          desired_healthy: int, expected_pods: int,
+                          disrupted_pods: dict[str, datetime | None] | None = None,
+                          cause: Cause = Cause.DISRUPTION) -> None:
+        """The disruption controller's status write (`disrupted_pods` None keeps the server's map)."""
         ...
 
     def create_event(self, event: KubeEvent) -> None:

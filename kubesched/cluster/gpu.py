@@ -11,7 +11,7 @@ state GPUs) and `pkg/type/open-gpu-share/cache/{gpunodeinfo,deviceinfo}.go` (per
   `alibabacloud.com/gpu-card-model` (`V100M16|V100M32`).
 - A bound pod holds the devices named by its annotation `alibabacloud.com/gpu-index` (`"3"`, `"0-1-2"`);
   each listed device gives up the pod's per-GPU milli. The GPU-share plugin's Reserve writes that
-  annotation (a new Pod object applied as an update); this table only reads it. So the device state
+  annotation (a patch of the pod's annotations through the client); this table only reads it. So the device state
   is a function of the pods in the cluster state, and follows every event (bind, update, delete,
   evict, unbind) without anyone changing it behind the state's back.
 
@@ -21,7 +21,6 @@ Rows are the NodeTable's rows, so plugins index both with the same `rows` vector
 
 from __future__ import annotations
 
-import dataclasses
 import weakref
 from dataclasses import dataclass
 
@@ -86,7 +85,7 @@ def _annotation_int_quantity(value: str) -> int:
 
 def gpu_request(pod: Pod) -> GpuRequest:
     """The pod's GPU request from its annotations, as GetGpuMilli/Count/ModelFromPodAnnotation read them."""
-    cached = pod.cache.get("gpu_request")
+    cached = pod.cache.get("ann:gpu_request")
     if cached is None:
         ann = pod.meta.annotations
         milli = _annotation_int_quantity(ann[GPU_MILLI]) if GPU_MILLI in ann else 0
@@ -100,7 +99,7 @@ def gpu_request(pod: Pod) -> GpuRequest:
                 count = 0
         model = str(ann.get(GPU_MODEL) or "")
         cached = NO_GPU if milli == 0 and count == 0 and not model else GpuRequest(milli, count, model)
-        pod.cache["gpu_request"] = cached
+        pod.cache["ann:gpu_request"] = cached
     return cached  # type: ignore[no-any-return]
 
 
@@ -135,33 +134,17 @@ def format_gpu_index(devices: tuple[int, ...] | list[int]) -> str:
 
 
 def pod_gpu_index(pod: Pod) -> tuple[int, ...] | None:
-    cached = pod.cache.get("gpu_index")
+    cached = pod.cache.get("ann:gpu_index")
     if cached is None:
         raw = pod.meta.annotations.get(GPU_INDEX)
         cached = () if raw is None else (parse_gpu_index(str(raw)) or ())
-        pod.cache["gpu_index"] = cached
+        pod.cache["ann:gpu_index"] = cached
     return cached  # type: ignore[no-any-return]
 
 
 def with_gpu_index(pod: Pod, devices: tuple[int, ...] | None) -> Pod:
-    """A new Pod like `pod` whose annotation `alibabacloud.com/gpu-index` names `devices` (None: removed).
-
-    Objects the cluster state hands out are not changed; the caller applies the new one as an update.
-    """
-    ann = dict(pod.meta.annotations)
-    if devices is None:
-        ann.pop(GPU_INDEX, None)
-    else:
-        ann[GPU_INDEX] = format_gpu_index(devices)
-    raw = dict(pod.raw)
-    raw_meta = dict(raw.get("metadata") or {})
-    if ann:
-        raw_meta["annotations"] = dict(ann)
-    else:
-        raw_meta.pop("annotations", None)
-    raw["metadata"] = raw_meta
-    cache = {k: v for k, v in pod.cache.items() if k != "gpu_index"}
-    return dataclasses.replace(pod, meta=dataclasses.replace(pod.meta, annotations=ann), raw=raw, cache=cache)
+    """A new Pod like `pod` whose annotation `alibabacloud.com/gpu-index` names `devices` (None: removed)."""
+    return pod.with_annotations({GPU_INDEX: None if devices is None else format_gpu_index(devices)})
 
 
 def _node_quantity(node: Node, name: str) -> int:

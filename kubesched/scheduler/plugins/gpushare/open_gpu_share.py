@@ -12,8 +12,8 @@ in the pod's `alibabacloud.com/gpu-index` annotation must each have room.
 Reserve picks the devices (a preset annotation wins): a share takes one device chosen by
 `gpuSelMethod` — `best` (least free that fits, first on ties), `worst`, `random` (uniform among those
 that fit) or a score plugin's own choice (FGDScore, DotProductScore); whole GPUs take the first fully
-free devices in device order. It records them on the pod as `alibabacloud.com/gpu-index` (a new Pod
-applied as an update: the device table follows). Unreserve removes what Reserve wrote.
+free devices in device order. It records them on the pod as `alibabacloud.com/gpu-index`, a patch of
+the pod's annotations through the client (upstream's PatchPod): the device table follows. Unreserve removes what Reserve wrote.
 Upstream also stamps `alibabacloud.com/assume-time` with the wall clock; a simulation has none to stamp.
 """
 
@@ -27,7 +27,7 @@ import numpy as np
 from kubesched.api.objects import Pod
 from kubesched.api.resources import scheduler_request
 from kubesched.cluster.events import Cause
-from kubesched.cluster.gpu import GPU_INDEX, MILLI, GpuTable, gpu_request, pod_gpu_index, with_gpu_index
+from kubesched.cluster.gpu import GPU_INDEX, MILLI, GpuTable, format_gpu_index, gpu_request, pod_gpu_index
 from kubesched.cluster.state import ClusterState, NodeInfo
 from kubesched.errors import InputError
 from kubesched.scheduler.framework import (
@@ -195,7 +195,8 @@ class OpenGpuShare(FilterPlugin, ReservePlugin):
         if not devices:
             return error(f"failed to allocate gpu to pod({pod.key}) to node({node_name})")
         if pod_gpu_index(cur) != tuple(devices):
-            cluster.update(with_gpu_index(cur, tuple(devices)), cause=Cause.SCHEDULER)
+            self.handle.client.patch_pod_annotations(cur, {GPU_INDEX: format_gpu_index(devices)},
+                                                     cause=Cause.SCHEDULER)
             state.write(_RESERVED, True)
         return Status()
 
@@ -205,5 +206,5 @@ class OpenGpuShare(FilterPlugin, ReservePlugin):
         cluster = self.handle.cluster
         cur = cluster.pods.get(pod.key)
         if cur is not None and GPU_INDEX in cur.meta.annotations:
-            cluster.update(with_gpu_index(cur, None), cause=Cause.SCHEDULER)
+            self.handle.client.patch_pod_annotations(cur, {GPU_INDEX: None}, cause=Cause.SCHEDULER)
         state.delete(_RESERVED)
