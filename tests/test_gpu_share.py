@@ -501,3 +501,16 @@ def test_fragmentation_matches_upstream_order_exactly() -> None:
         got = fragmentation(TargetTable(pods), gpu, cpu, left, codes)
         want = [_reference_frag(int(cpu[i]), [int(x) for x in left[i]], models[i], pods) for i in range(n)]
         assert got.tolist() == want, trial
+
+
+def test_simon_score_and_bind() -> None:
+    c = _cluster(node("a", 2, cpu="64", memory="256Gi"), node("b", 2, cpu="8", memory="256Gi"))
+    sched = scheduler_for("fgd", c)
+    simon = sched.frameworks["simon-scheduler"].plugins["Simon"]
+    p = parse_pod(pod("p", cpu="4", memory="8Gi"))
+    # a: max(4 / 60, 8Gi / 248Gi, 0 / 110 pods, 0 / 2 GPUs) = 0.0667 → 7; b: 4 / 4 = 1 → 100
+    assert [simon.score(CycleState(), p, info)[0] for info in c.node_infos] == [7, 100]  # type: ignore[attr-defined]
+    c.add(p)
+    sched.enqueue_pending()
+    sched.run_until_idle()
+    assert c.pods["default/p"].node_name in ("a", "b")  # bound by Simon (DefaultBinder is disabled)
