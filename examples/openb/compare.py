@@ -10,7 +10,7 @@ without published rows is run and ranked only. Each trace's results (allocation.
 report.html) go to `<out>/<trace>/`, the comparison to `<out>/compare.json`.
 
     .venv/bin/python examples/openb/compare.py [--data DIR] [--trace FILE ...] [--only-trace] [--seeds 42,43]
-                                               [--policies fgd,random] [--jobs N] [--out out/openb-compare]
+                                               [--policies fgd,random] [--jobs N] [--out out/openb-compare] [--reuse]
 """
 
 from __future__ import annotations
@@ -98,23 +98,37 @@ class Progress:
                          f"{(time.monotonic() - self.start) / 60:.1f} min{' ' * 24}\n")
 
 
+def _se(curves: np.ndarray, k: int) -> float:
+    """The standard error of the mean over seeds at point k."""
+    v = curves[:, k][~np.isnan(curves[:, k])]
+    return float(v.std(ddof=1) / math.sqrt(len(v))) if len(v) > 1 else math.nan
+
+
 def compare_trace(trace: Path, published: dict[str, dict[str, np.ndarray]], pub_file: Path | None, out: Path,
-                  jobs: int | None, seeds: list[int] | None, policies: list[str] | None, label: str) -> dict[str, Any]:
+                  jobs: int | None, seeds: list[int] | None, policies: list[str] | None, label: str,
+                  reuse: bool = False) -> dict[str, Any]:
     path, mapping = scenario_for(trace, out, seeds, policies, pub_file)
-    n_variants = len(yaml.safe_load(path.read_text())["spec"]["variants"])
-    n_seeds = len(yaml.safe_load(path.read_text())["spec"]["seeds"])
-    progress = Progress(label, n_variants * n_seeds)
-    doc = simulate(str(path), [], str(out / trace.stem), jobs, {}, True, progress)
-    progress.close()
     ours: dict[str, list[list[float]]] = {}
-    for r in doc["gpuAllocation"]:
-        ours.setdefault(r["variant"], []).append([math.nan if v is None else v for v in r["curve"]])
+    if reuse:
+        # The curves a previous run of this script wrote (--reuse): nothing is simulated again.
+        table = read_published(str(out / trace.stem / "allocation.csv"))
+        for variant, written in next(iter(table.values()), {}).items():
+            ours[variant] = written.tolist()
+    else:
+        n_variants = len(yaml.safe_load(path.read_text())["spec"]["variants"])
+        n_seeds = len(yaml.safe_load(path.read_text())["spec"]["seeds"])
+        progress = Progress(label, n_variants * n_seeds)
+        doc = simulate(str(path), [], str(out / trace.stem), jobs, {}, True, progress)
+        progress.close()
+        for r in doc["gpuAllocation"]:
+            ours.setdefault(r["variant"], []).append([math.nan if v is None else v for v in r["curve"]])
     pub = published.get(trace.stem, {})
     result: dict[str, Any] = {"trace": trace.stem, "policies": {}}
     for variant, curves in ours.items():
-        mine = np.nanmean(np.array(curves), axis=0)
+        arr = np.array(curves)
+        mine = np.nanmean(arr, axis=0)
         item: dict[str, Any] = {"seeds": len(curves), "at100": float(mine[100]), "at130": float(mine[130]),
-                                "published": mapping.get(variant)}
+                                "se100": _se(arr, 100), "published": mapping.get(variant)}
         ref = pub.get(mapping.get(variant, ""))
         if ref is not None:
             pmean = np.nanmean(ref, axis=0)
@@ -124,7 +138,8 @@ def compare_trace(trace: Path, published: dict[str, dict[str, np.ndarray]], pub_
             k = int(np.flatnonzero(ok)[int(gap.argmax())])
             inside = ((mine >= lo - 1e-9) & (mine <= hi + 1e-9))[ok]
             item.update({"maxGap": float(gap.max()), "maxGapAt": k, "insideBand": float(inside.mean()),
-                         "published100": float(pmean[100]), "published130": float(pmean[130])})
+                         "published100": float(pmean[100]), "published130": float(pmean[130]),
+                         "publishedSe100": _se(ref, 100)})
         result["policies"][variant] = item
     order = sorted(result["policies"], key=lambda v: -result["policies"][v]["at100"])
     result["ranking"] = order
@@ -145,8 +160,17 @@ def print_trace(res: dict[str, Any]) -> None:
             print(f"  {v:<16}{'-':>9}{'':>6}{'-':>9}{it['at100']:>10.2f}%{'-':>11}{it['at130']:>10.2f}%{'-':>11}")
     print(f"  ranking at 100 %: {' > '.join(res['ranking'])}")
     if res["publishedRanking"]:
-        same = res["publishedRanking"] == [v for v in res["ranking"] if v in res["publishedRanking"]]
-        print(f"  published:        {' > '.join(res['publishedRanking'])}  ({'same' if same else 'different'})")
+        pub = res["publishedRanking"]
+        ours = [v for v in res["ranking"] if v in pub]
+        print(f"  published:        {' > '.join(pub)}  ({'same' if pub == ours else 'different'})")
+        pol = res["policies"]
+        for a, b in zip(pub, pub[1:], strict=False):
+            if ours.index(a) > ours.index(b):
+                d = pol[a]["published100"] - pol[b]["published100"]
+                se = math.hypot(pol[a]["publishedSe100"], pol[b]["publishedSe100"])
+                print(f"    {a} above {b} in the published means by {d:.2f} points, "
+                      f"{d / se:.1f} standard errors of their difference ({se:.2f}); ours: "
+                      f"{pol[a]['at100']:.2f} ± {pol[a]['se100']:.2f} vs {pol[b]['at100']:.2f} ± {pol[b]['se100']:.2f}")
 
 
 def main() -> int:
@@ -159,6 +183,8 @@ def main() -> int:
     ap.add_argument("--policies", help="comma-separated variants (default: all six)")
     ap.add_argument("--jobs", type=int, default=None, help="worker processes (default: one per core)")
     ap.add_argument("--out", default="out/openb-compare")
+    ap.add_argument("--reuse", action="store_true", help="compare the allocation.csv files a previous run wrote "
+                    "under --out instead of simulating again")
     args = ap.parse_args()
     data = Path(args.data)
     traces: list[Path] = []
@@ -189,8 +215,7 @@ def main() -> int:
         results = []
         for i, trace in enumerate(traces):
             res = compare_trace(trace, published, pub_file if pub_file.is_file() else None, out, args.jobs, seeds,
-                                policies,
-                                f"[{i + 1}/{len(traces)}] {trace.stem}")
+                                policies, f"[{i + 1}/{len(traces)}] {trace.stem}", args.reuse)
             print_trace(res)
             results.append(res)
     except InputError as e:
