@@ -3,17 +3,19 @@
 Follows kube-scheduler's `framework/preemption`: a preemption plugin supplies the policy (who may preempt,
 how victims are chosen on one node, how many candidates to look for); the Evaluator runs the common
 flow — eligibility, candidate nodes (those whose Filter status is Unschedulable), a dry run on copies of
-their NodeInfo and CycleState, `pickOneNodeForPreemption`, then the victims are deleted through the
-ClusterState and lower-priority pods nominated to the chosen node lose their nomination.
+their NodeInfo and CycleState, `pickOneNodeForPreemption`, then each victim gets the DisruptionTarget
+condition and is deleted (gracefully) through the client, with a `Preempted` Event (`PreemptPod`), and
+lower-priority pods nominated to the chosen node lose their nomination (`ClearNominatedNodeName`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kubesched.api.objects import Pod, PodDisruptionBudget, parse_time
+from kubesched.client.interface import ApiError, KubeEvent, NotFound
 from kubesched.cluster.events import Cause
 from kubesched.cluster.state import NodeInfo
 from kubesched.errors import InputError
@@ -126,6 +128,18 @@ def filter_pods_with_pdb_violation(pods: Sequence[Pod], pdbs: Sequence[PodDisrup
     return violating, non_violating
 
 
+def disruption_target(preemptor: Pod) -> dict[str, Any]:
+    """The condition PreemptPod sets on a victim before deleting it."""
+    return {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
+            "message": f"{preemptor.scheduler_name}: preempting to accommodate a higher priority pod"}
+
+
+def _with_condition(pod: Pod, cond: dict[str, Any]) -> list[dict[str, Any]]:
+    """The pod's conditions with `cond` replacing the one of its type (UpdatePodCondition)."""
+    out = [c for c in pod.status.get("conditions") or [] if not (isinstance(c, dict) and c.get("type") == cond["type"])]
+    return [*out, cond]
+
+
 def pod_terminating_by_preemption(pod: Pod) -> bool:
     """Being deleted, with a DisruptionTarget condition set by scheduler preemption."""
     if pod.meta.deletion_timestamp is None:
@@ -211,12 +225,16 @@ class Evaluator:
         return self.handle.nominator.lower_priority_pods(pod, node_name)
 
     def _clear_nomination(self, pods: Sequence[Pod]) -> None:
+        """ClearNominatedNodeName: in the nominator, and in each pod's status through the API server."""
         cluster = self.handle.cluster
         for p in pods:
             self.handle.nominator.delete(p.key)
             cur = cluster.pods.get(p.key)
             if cur is not None and cur.nominated_node_name:
-                cluster.update(cur.with_status(nominatedNodeName=None), cause=Cause.PREEMPTION)
+                try:
+                    self.handle.client.update_pod_status(cur, cause=Cause.PREEMPTION, nominatedNodeName=None)
+                except ApiError:
+                    pass  # upstream logs it and goes on
 
     # -------------------------------------------------------- Preempt
 
@@ -321,12 +339,25 @@ class Evaluator:
     def prepare_candidate(self, c: Candidate, pod: Pod) -> Status:
         """Delete the victims (those not already being deleted) and clear lower-priority nominations there."""
         cluster = self.handle.cluster
+        client = self.handle.client
         for victim in c.victims.pods:
             if victim.meta.deletion_timestamp is not None:
                 # Graceful deletion already started: whoever deletes it finishes the job.
                 continue
             cur = cluster.pods.get(victim.key)
-            if cur is not None:
-                cluster.delete(cur, cause=Cause.PREEMPTION)
+            if cur is None:
+                continue
+            # PreemptPod: the DisruptionTarget condition first, then a (graceful) deletion, then the Event.
+            try:
+                if not pod_terminating_by_preemption(cur):
+                    cur = client.update_pod_status(cur, cause=Cause.PREEMPTION,
+                                                   conditions=_with_condition(cur, disruption_target(pod)))
+                client.delete_pod(cur, cause=Cause.PREEMPTION)
+            except NotFound:
+                continue  # already gone
+            except ApiError as e:
+                return Status(Code.ERROR, [f"preempting {cur.key}: {e.message}"])
+            client.create_event(KubeEvent(f"Pod {cur.key}", "Preempted", f"Preempted by pod {pod.uid} on node {c.name}",
+                                          component="default-scheduler", fields={"uid": cur.uid, "action": "Preempting"}))
         self._clear_nomination(self.lower_priority_nominated_pods(pod, c.name))
         return Status()
