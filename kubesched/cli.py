@@ -387,11 +387,13 @@ def scheduler_cmd(config: str | None, metrics: str | None, metrics_interval: str
 @click.option("--min-ready-nodes", type=int, default=2, show_default=True, help="skip a cycle with fewer ready nodes")
 @click.option("--scheduler-config", type=click.Path(), default=None,
               help="KubeSchedulerConfiguration for node fit by the scheduler's own filters")
+@click.option("--sync-timeout", default="2m", show_default=True, metavar="DURATION",
+              help="one cycle only: give up (exit 1) when the cluster cannot be read in this time")
 @SEED
 @OUTPUT
 @_live_options(10258, "descheduler")
 def descheduler_cmd(policy: str, interval: str, dry_run: bool, metrics: str | None, min_ready_nodes: int,
-                    scheduler_config: str | None, seed: int, output: str, **kw: Any) -> None:
+                    scheduler_config: str | None, sync_timeout: str, seed: int, output: str, **kw: Any) -> None:
     """Run the descheduler against a live cluster: one cycle, or a cycle every --descheduling-interval."""
 
     def run() -> None:
@@ -400,7 +402,8 @@ def descheduler_cmd(policy: str, interval: str, dry_run: bool, metrics: str | No
 
         opts = DeschedulerOptions(policy=policy, interval=parse_duration(interval, "--descheduling-interval"),
                                   dry_run=dry_run, metrics=metrics, min_ready_nodes=min_ready_nodes,
-                                  scheduler_config=scheduler_config, seed=seed, output=output)
+                                  scheduler_config=scheduler_config, seed=seed, output=output,
+                                  sync_timeout=parse_duration(sync_timeout, "--sync-timeout"))
         sys.exit(run_descheduler(_process_options(kw), opts))
 
     _run(run)

@@ -17,17 +17,7 @@ from typing import Any
 import yaml
 
 from tests.kube_apiserver_double import KubeAPIServerDouble
-from tests.live_processes import (  # noqa: F401 - fixtures
-    Process,
-    api,
-    binding_requests,
-    bindings,
-    node,
-    pending,
-    pods_of,
-    processes,
-    wait_until,
-)
+from tests.live_processes import Process, binding_requests, bindings, node, pending, pods_of, wait_until
 from tests.test_live_capture import run
 from tests.test_live_double import kubectl
 

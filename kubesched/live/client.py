@@ -348,8 +348,10 @@ class KubeClient:
         return self.request("GET", path, query)
 
     def list_pages(self, rt: ResourceType, namespace: str | None = None, *, limit: int = DEFAULT_PAGE_SIZE,
-                   label_selector: str | None = None, field_selector: str | None = None) -> Iterator[ListPage]:
-        """Pages of a LIST, in the server's order; the last page carries the list's resourceVersion."""
+                   label_selector: str | None = None, field_selector: str | None = None,
+                   retry: bool = True) -> Iterator[ListPage]:
+        """Pages of a LIST, in the server's order; the last page carries the list's resourceVersion.
+        `retry=False`: one attempt per page (a caller with its own backoff, such as an informer)."""
         path = rt.path(namespace)
         _refuse_secrets(path)
         base: list[tuple[str, Any]] = []
@@ -365,12 +367,12 @@ class KubeClient:
             if token:
                 query.append(("continue", token))
             try:
-                doc = self.request("GET", path, query)
+                doc = self.request("GET", path, query, retry=retry)
             except ResourceExpired:
                 if not token:
                     raise
                 # The continue token outlived the server's snapshot: one full, unpaged LIST instead.
-                doc = self.request("GET", path, base)
+                doc = self.request("GET", path, base, retry=retry)
                 meta = doc.get("metadata") or {}
                 yield ListPage(list(doc.get("items") or []), str(meta.get("resourceVersion") or ""), "", None, )
                 return
@@ -383,13 +385,13 @@ class KubeClient:
                 return
 
     def list(self, rt: ResourceType, namespace: str | None = None, *, limit: int = DEFAULT_PAGE_SIZE,
-             label_selector: str | None = None, field_selector: str | None = None,
+             label_selector: str | None = None, field_selector: str | None = None, retry: bool = True,
              ) -> tuple[list[dict[str, Any]], str]:
         """Every object of a LIST (paged) and the resourceVersion to watch from."""
         items: list[dict[str, Any]] = []
         rv = ""
         for page in self.list_pages(rt, namespace, limit=limit, label_selector=label_selector,
-                                    field_selector=field_selector):
+                                    field_selector=field_selector, retry=retry):
             items.extend(page.items)
             rv = page.resource_version or rv
         return items, rv

@@ -288,7 +288,7 @@ class Reflector:
 
     def list_and_watch(self) -> None:
         if not self.resource_version:
-            items, rv = self.kube.list(self.rt, limit=self.page_size)
+            items, rv = self.kube.list(self.rt, limit=self.page_size, retry=False)
             for raw in items:
                 raw.setdefault("kind", self.rt.kind)
                 raw.setdefault("apiVersion", self.rt.api_version)

@@ -182,7 +182,7 @@ class KubeAPIServerDouble:
 
     def start(self) -> KubeAPIServerDouble:
         self._stopping.clear()
-        httpd = ThreadingHTTPServer((self.host, self.port), _Handler)
+        httpd = _Server((self.host, self.port), _Handler)
         httpd.daemon_threads = True
         httpd.double = self  # type: ignore[attr-defined]
         self.port = httpd.server_address[1]
@@ -391,6 +391,15 @@ def _decode_continue(token: str) -> tuple[str, int]:
 
 
 # ---------------------------------------------------------------- HTTP
+
+
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that goes away mid-request (a process stopped with connections open) is not an error.
+        import sys
+
+        if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            super().handle_error(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):
