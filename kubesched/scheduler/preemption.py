@@ -3,16 +3,15 @@
 Follows kube-scheduler's `framework/preemption`: a preemption plugin supplies the policy (who may preempt,
 how victims are chosen on one node, how many candidates to look for); the Evaluator runs the common
 flow — eligibility, candidate nodes (those whose Filter status is Unschedulable), a dry run on copies of
-their NodeInfo and CycleState, `pickOneNodeForPreemption`, then each victim gets the DisruptionTarget
-condition and is deleted (gracefully) through the client, with a `Preempted` Event (`PreemptPod`), and
-lower-priority pods nominated to the chosen node lose their nomination (`ClearNominatedNodeName`).
+their NodeInfo and CycleState, `pickOneNodeForPreemption`, then the victims are deleted through the
+ClusterState and lower-priority pods nominated to the chosen node lose their nomination.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from kubesched.api.objects import Pod, PodDisruptionBudget, parse_time
 from kubesched.client.interface import ApiError, KubeEvent, NotFound
@@ -126,18 +125,6 @@ def filter_pods_with_pdb_violation(pods: Sequence[Pod], pdbs: Sequence[PodDisrup
                     violated = True
         (violating if violated else non_violating).append(pod)
     return violating, non_violating
-
-
-def disruption_target(preemptor: Pod) -> dict[str, Any]:
-    """The condition PreemptPod sets on a victim before deleting it."""
-    return {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
-            "message": f"{preemptor.scheduler_name}: preempting to accommodate a higher priority pod"}
-
-
-def _with_condition(pod: Pod, cond: dict[str, Any]) -> list[dict[str, Any]]:
-    """The pod's conditions with `cond` replacing the one of its type (UpdatePodCondition)."""
-    out = [c for c in pod.status.get("conditions") or [] if not (isinstance(c, dict) and c.get("type") == cond["type"])]
-    return [*out, cond]
 
 
 def pod_terminating_by_preemption(pod: Pod) -> bool:
@@ -337,7 +324,9 @@ class Evaluator:
         return candidates[0]
 
     def prepare_candidate(self, c: Candidate, pod: Pod) -> Status:
-        """Delete the victims (those not already being deleted) and clear lower-priority nominations there."""
+        """prepareCandidate: each victim not already being deleted gets the DisruptionTarget condition
+        (PreemptionByScheduler), is deleted through the API (gracefully) and a Preempted event is recorded;
+        then the nominations of lower-priority pods on the node are cleared."""
         cluster = self.handle.cluster
         client = self.handle.client
         for victim in c.victims.pods:
@@ -347,17 +336,19 @@ class Evaluator:
             cur = cluster.pods.get(victim.key)
             if cur is None:
                 continue
-            # PreemptPod: the DisruptionTarget condition first, then a (graceful) deletion, then the Event.
             try:
-                if not pod_terminating_by_preemption(cur):
-                    cur = client.update_pod_status(cur, cause=Cause.PREEMPTION,
-                                                   conditions=_with_condition(cur, disruption_target(pod)))
+                conditions = [x for x in cur.status.get("conditions") or [] if isinstance(x, dict)
+                              and x.get("type") != "DisruptionTarget"]
+                conditions.append({"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
+                                   "message": f"{pod.scheduler_name}: preempting to accommodate a higher priority pod"})
+                cur = client.update_pod_status(cur, cause=Cause.PREEMPTION, conditions=conditions)
                 client.delete_pod(cur, cause=Cause.PREEMPTION)
-            except NotFound:
-                continue  # already gone
             except ApiError as e:
-                return Status(Code.ERROR, [f"preempting {cur.key}: {e.message}"])
-            client.create_event(KubeEvent(f"Pod {cur.key}", "Preempted", f"Preempted by pod {pod.uid} on node {c.name}",
-                                          component="default-scheduler", fields={"uid": cur.uid, "action": "Preempting"}))
+                if not isinstance(e, NotFound):
+                    return Status(Code.ERROR, [f"preempting {victim.key}: {e.message}"])
+                continue
+            client.create_event(KubeEvent(f"Pod {victim.key}", "Preempted",
+                                          f"Preempted by pod {pod.uid} on node {c.name}",
+                                          component=pod.scheduler_name))
         self._clear_nomination(self.lower_priority_nominated_pods(pod, c.name))
         return Status()
