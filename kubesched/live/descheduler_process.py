@@ -177,8 +177,9 @@ class DeschedulerProcess:
         if not self.informers.wait_synced(timeout, stop=proc.stop):
             if proc.stop.is_set():
                 return proc.exit_code()
-            raise RemoteError(f"{proc.kube.server}: the informers did not sync in {self.opts.sync_timeout:g}s: "
-                              + ("; ".join(self.informers.last_errors()) or "no answer"))
+            errors = self.informers.last_errors()
+            why = errors[0] + (f" (and {len(errors) - 1} more kinds)" if len(errors) > 1 else "") if errors else "no answer"
+            raise RemoteError(f"the informers did not sync in {self.opts.sync_timeout:g}s: {why}")
         self.log.info("Informers synced", nodes=len(self.state.nodes), pods=len(self.state.pods))
         if not proc.lead():
             return proc.exit_code()
