@@ -114,7 +114,7 @@ def render_tune_report(doc: dict[str, Any]) -> str:
                     + ". Documents: " + ", ".join(f"<code>{esc(files[k])}</code>" for k in
                                                   ("descheduler", "scheduler", "kubelet", "variant") if k in files)
                     + "</p>")
-    rows_src = ([("tuned (trial %d)" % chosen["number"], chosen["scores"], True)] if chosen else [])
+    rows_src = ([(f"tuned (trial {chosen['number']})", chosen["scores"], True)] if chosen else [])
     rows_src += [(v["name"], v["scores"], all(x <= 0 for x in v["violations"])) for v in doc["variants"]]
     best: dict[str, float] = {}
     for key, _ in cols:

@@ -150,11 +150,16 @@ class RayEngine:
             self._ray.shutdown()
 
 
+def check_options(kind: str, address: str | None) -> None:
+    """Engine options that cannot work together (checked before anything is written)."""
+    if kind not in ENGINES:
+        raise InputError(f"expected one of {', '.join(ENGINES)}, got {kind!r}", field="--engine")
+    if kind == "local" and address:
+        raise InputError("--address is for --engine ray", field="--address")
+
+
 def make_engine(kind: str, inputs: Inputs, workers: int | None = None, address: str | None = None) -> Engine:
-    if kind == "local":
-        if address:
-            raise InputError("--address is for --engine ray", field="--address")
-        return LocalEngine(inputs, workers)
+    check_options(kind, address)
     if kind == "ray":
         return RayEngine(inputs, workers, address)
-    raise InputError(f"expected one of {', '.join(ENGINES)}, got {kind!r}", field="--engine")
+    return LocalEngine(inputs, workers)

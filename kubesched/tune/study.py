@@ -20,6 +20,7 @@ The scenario's own variants run on the same seeds, once (cached in `<out>/varian
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 from collections.abc import Callable
@@ -28,11 +29,12 @@ from pathlib import Path
 from typing import Any
 
 from kubesched.errors import InputError
+from kubesched.report.tune import render_tune_report
 from kubesched.sim.runner import check_variant, resolve_variants
 from kubesched.sim.scenario import Scenario, load_scenario
 from kubesched.sim.units import stable_hash64
 from kubesched.tune.documents import from_variant, to_variant, write_documents
-from kubesched.tune.engines import Engine, make_engine
+from kubesched.tune.engines import Engine, check_options, make_engine
 from kubesched.tune.inputs import prepare
 from kubesched.tune.objectives import aggregate, choose, objective_values, pareto_front, violations
 from kubesched.tune.runs import RunTask
@@ -137,7 +139,7 @@ class TuneStudy:
             todo.append(t)
         return todo
 
-    def tell(self, number: int, result: dict[str, Any], seeds: int) -> None:
+    def tell(self, number: int, result: dict[str, Any]) -> None:
         space = self.space
         state = self.optuna.trial.TrialState
         trial = self.handle(number)
@@ -166,9 +168,10 @@ def _trial_task(space: TuneSpace, scenario: str, number: int, params: dict[str, 
     return RunTask(f"trial-{number}", scenario, f"trial-{number}", space.apply(params), seeds, stop)
 
 
-def _variant_tasks(s: Scenario, seeds: tuple[int, ...]) -> list[RunTask]:
-    return [RunTask(f"variant-{v.name}", s.name, v.name, from_variant(v, s), seeds) for v in resolve_variants(s, [])
-            if s.variants]
+def _variant_tasks(s: Scenario, seeds: tuple[int, ...]) -> list[tuple[RunTask, str]]:
+    """The scenario's own variants (or its documents alone, as `default`), with their descriptions."""
+    return [(RunTask(f"variant-{v.name}", s.name, v.name, from_variant(v, s), seeds), v.description)
+            for v in resolve_variants(s, [])]
 
 
 # ---------------------------------------------------------------- the command's work
@@ -177,6 +180,7 @@ def _variant_tasks(s: Scenario, seeds: tuple[int, ...]) -> list[RunTask]:
 def tune(scenario_path: str, space_path: str, out_dir: str, opts: TuneOptions,
          on_progress: Progress | None = None) -> dict[str, Any]:
     """Run (or resume) the study; write the results; return the summary document."""
+    check_options(opts.engine, opts.address)
     s = load_scenario(scenario_path)
     space = load_space(space_path, s)
     if opts.sampler_seed is not None:
@@ -209,21 +213,20 @@ def _run_variants(engine: Engine, s: Scenario, seeds: tuple[int, ...], out: Path
         doc = json.loads(cache.read_text())
         if doc.get("fingerprint") == fingerprint:
             return list(doc["variants"])
-    tasks = _variant_tasks(s, seeds)
+    pairs = _variant_tasks(s, seeds)
     by_key: dict[str, dict[str, Any]] = {}
-    steps = len(tasks) + total
-    for r in engine.run(tasks):
+    steps = len(pairs) + total
+    for r in engine.run([t for t, _ in pairs]):
         by_key[r["key"]] = r
         if on_progress is not None:
             on_progress(len(by_key), steps, "variants")
     rows = []
-    for t in tasks:
+    for t, description in pairs:
         r = by_key[t.key]
-        v = next(x for x in resolve_variants(s, []) if x.name == t.variant)
         if r["error"]:
             raise InputError(f"{r['error']} (variant {t.variant})")
         scores = aggregate(r["summaries"], space.objectives, space.constraints)
-        rows.append({"name": t.variant, "description": v.description, "scores": {k: _finite(x) for k, x in scores.items()},
+        rows.append({"name": t.variant, "description": description, "scores": {k: _finite(x) for k, x in scores.items()},
                      "violations": violations(scores, space.constraints)})
     tmp = cache.with_suffix(".tmp")
     tmp.write_text(json.dumps({"fingerprint": fingerprint, "variants": rows}, indent=1))
@@ -245,11 +248,11 @@ def _run_trials(engine: Engine, study: TuneStudy, s: Scenario, space: TuneSpace,
             try:
                 check_variant(s, to_variant(task.variant, task.tree, space.path))
             except InputError as e:
-                study.tell(t.number, {"error": e.render(), "summaries": [], "pruned": []}, len(seeds))
+                study.tell(t.number, {"error": e.render(), "summaries": [], "pruned": []})
                 continue
             tasks.append(task)
         for r in engine.run(tasks):
-            study.tell(int(r["key"].split("-", 1)[1]), r, len(seeds))
+            study.tell(int(r["key"].split("-", 1)[1]), r)
             if on_progress is not None:
                 done = sum(1 for t in study.trials() if t.state not in (state.RUNNING, state.WAITING))
                 on_progress(offset + done, steps, "trials")
@@ -259,8 +262,6 @@ def _run_trials(engine: Engine, study: TuneStudy, s: Scenario, space: TuneSpace,
 
 def _results(s: Scenario, space: TuneSpace, study: TuneStudy, variants: list[dict[str, Any]], seeds: tuple[int, ...],
              out: Path, engine: Engine) -> dict[str, Any]:
-    from kubesched.report.tune import render_tune_report
-
     state = study.optuna.trial.TrialState
     rows = []
     for t in study.trials():
@@ -289,7 +290,8 @@ def _results(s: Scenario, space: TuneSpace, study: TuneStudy, variants: list[dic
     if chosen is not None:
         row = next(r for r in rows if r["number"] == chosen)
         t = next(t for t in study.trials() if t.number == chosen)
-        desc = f"kubesched tune: trial {chosen} of {space.name} on {s.name} ({', '.join(f'{k}={v}' for k, v in row['params'].items())})"
+        values = ", ".join(f"{k}={v}" for k, v in row["params"].items())
+        desc = f"kubesched tune: trial {chosen} of {space.name} on {s.name} ({values})"
         doc["files"].update(write_documents(out, CHOSEN, space.apply(dict(t.params)), desc))
     _write_trials_csv(out / "trials.csv", doc, space)
     doc["files"]["trials"] = str(out / "trials.csv")
@@ -303,8 +305,6 @@ def _results(s: Scenario, space: TuneSpace, study: TuneStudy, variants: list[dic
 
 
 def _write_trials_csv(path: Path, doc: dict[str, Any], space: TuneSpace) -> None:
-    import csv
-
     keys = sorted({k for r in doc["trials"] for k in r["scores"]})
     header = ["number", "state", *[p.name for p in space.parameters], *keys, "feasible", "pareto", "chosen", "note"]
     with path.open("w", newline="") as fh:

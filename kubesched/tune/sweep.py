@@ -50,7 +50,7 @@ from kubesched.report.tune import render_sweep_report
 from kubesched.sim.runner import check_variant, resolve_variants
 from kubesched.sim.scenario import API_VERSION, Obj, Scenario, load_scenario, load_variant_file
 from kubesched.tune.documents import Step, from_variant, parse_path, set_path, to_variant
-from kubesched.tune.engines import make_engine
+from kubesched.tune.engines import check_options, make_engine
 from kubesched.tune.inputs import prepare
 from kubesched.tune.objectives import SUMMARY_METRICS
 from kubesched.tune.runs import REDUCERS, RunTask, SeriesMetric
@@ -129,16 +129,17 @@ def _named_files(items: list[Any], where: str, base: Path, file: str, what: str,
             if allow_bare_names:
                 name, path = item, None
             else:
-                name, path = Path(item).stem, str(_rel(base, item))
+                # A scenario given by path alone is named by its metadata.name once loaded.
+                name, path = "", str(_rel(base, item))
         else:
             o = Obj(item, w, ("name", "file"), file)
             name = o.string("name", required=True)
             path = str(_rel(base, o.string("file", required=True)))
         if path is not None and not Path(path).exists():
             raise InputError(f"file {path!r} does not exist", file=file, field=w)
-        if not name or not all(c.isalnum() or c in "-_." for c in name):
+        if (name or not path) and not all(c.isalnum() or c in "-_." for c in name or "?"):
             raise InputError(f"expected a {what} name of letters, digits, '-', '_' or '.', got {name!r}", file=file, field=w)
-        if any(n == name for n, _ in out):
+        if name and any(n == name for n, _ in out):
             raise InputError(f"duplicate {what} name {name!r}", file=file, field=w)
         out.append((name, path))
     return out
@@ -205,7 +206,8 @@ def parse_sweep(doc: Any, path: str) -> SweepSpec:
         raise top.err("kind", f"expected {KIND}, got {doc.get('kind')!r}")
     name = top.obj("metadata", ("name", "labels", "annotations")).string("name", Path(path).stem)
     spec = Obj(top.required("spec"), "spec", ("scenarios", "variants", "seeds", "parameters", "metrics", "report"), file)
-    scenarios = _named_files(spec.seq("scenarios"), spec.f("scenarios"), base, file, "scenario", False)
+    scenarios = [(n, str(f)) for n, f in _named_files(spec.seq("scenarios"), spec.f("scenarios"), base, file,
+                                                      "scenario", False)]
     if not scenarios:
         raise spec.err("scenarios", "expected at least one scenario")
     variants = _named_files(spec.seq("variants"), spec.f("variants"), base, file, "variant", True)
@@ -273,9 +275,9 @@ def build_grid(spec: SweepSpec, scenarios: dict[str, Scenario], digests: dict[st
             base = from_variant(v, s)
             for combo in combos:
                 tree = copy.deepcopy(base)
-                for p, value in zip(spec.parameters, combo, strict=True):
-                    set_path(tree, p.path, value, p.where, spec.path)
                 try:
+                    for p, value in zip(spec.parameters, combo, strict=True):
+                        set_path(tree, p.path, value, p.where, spec.path)
                     check_variant(s, to_variant(vname, tree, spec.path))
                 except InputError as e:
                     label = ", ".join(f"{p.name}={c}" for p, c in zip(spec.parameters, combo, strict=True))
@@ -360,8 +362,19 @@ def _flush(folder: Path, rows: list[dict[str, Any]], schema: Any) -> None:
 
 def sweep(sweep_path: str, out_dir: str, engine_kind: str = "local", address: str | None = None,
           workers: int | None = None, on_progress: Progress | None = None) -> dict[str, Any]:
+    check_options(engine_kind, address)
     spec = load_sweep(sweep_path)
-    scenarios = {name: load_scenario(path) for name, path in spec.scenarios}
+    scenarios: dict[str, Scenario] = {}
+    named: list[tuple[str, str]] = []
+    for i, (name, path) in enumerate(spec.scenarios):
+        s = load_scenario(path)
+        name = name or s.name
+        if name in scenarios:
+            raise InputError(f"two scenarios are named {name!r}; name them ({{name: N, file: F}})", file=spec.path,
+                             field=f"spec.scenarios[{i}]")
+        scenarios[name] = s
+        named.append((name, path))
+    spec.scenarios = named
     inputs = {name: prepare(s, ship=engine_kind == "ray") for name, s in scenarios.items()}
     points = build_grid(spec, scenarios, {n: i.digest for n, i in inputs.items()})
     out = Path(out_dir)
