@@ -25,7 +25,15 @@ from kubesched.sim.runner import run_scenario, simulate
 from kubesched.sim.scenario import VariantSpec, load_scenario, load_variant_file
 from kubesched.tune import engines, study, sweep
 from kubesched.tune.documents import get_path, parse_path, set_path
-from kubesched.tune.objectives import SUMMARY_METRICS, Choice, Objective, choose, pareto_front
+from kubesched.tune.objectives import (
+    SUMMARY_METRICS,
+    Choice,
+    Objective,
+    choose,
+    pareto_front,
+    parse_constraints,
+    violations,
+)
 from kubesched.tune.runs import SeriesMetric
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -252,6 +260,23 @@ def test_tune_resumes_after_interruption(inputs: dict[str, Path], local_study: d
     assert (out / "trials.csv").read_bytes() == (local_study["one"][0] / "trials.csv").read_bytes()
 
 
+def test_trial_with_invalid_documents_fails_and_nothing_is_chosen(inputs: dict[str, Path], tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    space = _space(tmp_path, trials=2, seeds=1, parameters=[
+        {"name": "low", "path": f"{LNU}.thresholds.cpu", "int": {"low": 90, "high": 90}},
+        {"name": "gap", "path": f"{LNU}.targetThresholds.cpu", "int": {"low": 20, "high": 30, "step": 10}, "plus": "low"},
+    ])
+    out = tmp_path / "o"
+    code, stdout, err = _cli(["tune", str(inputs["scenario"]), "--space", str(space), "--out", str(out), "--workers", "1",
+                              "--no-progress"], capsys)
+    assert code == 0, err
+    rows = _trials_table(out)
+    assert [r["state"] for r in rows] == ["FAIL", "FAIL"]
+    assert all("targetThresholds.cpu" in r["note"] and "not in [0, 100] range" in r["note"] for r in rows)
+    assert "no trial met every constraint" in stdout and not (out / "policy.yaml").exists()
+    assert "No trial met every constraint" in (out / "report.html").read_text()
+
+
 def test_study_of_other_inputs_is_refused(inputs: dict[str, Path], local_study: dict[str, Any],
                                           capsys: pytest.CaptureFixture[str]) -> None:
     out, _ = local_study["one"]
@@ -356,10 +381,15 @@ def test_sweep_on_ray_gives_the_local_rows(inputs: dict[str, Path], local_sweep:
      "the base variant has no kubelet to change"),
     ({"parameters": [{"name": "x", "path": "scheduler.profiles", "choices": [1]}]},
      "field spec.parameters[0].path: expected scheduler.config..."),
+    ({"parameters": [{"name": "a", "path": f"{LNU}.thresholds.cpu", "choices": [10, 20]},
+                     {"name": "b", "path": f"{LNU}.targetThresholds.cpu", "int": {"low": 1, "high": 5}, "plus": "a"}]},
+     "field spec.parameters[1].plus: expected the name of an int, float or duration parameter listed before"),
     ({"objectives": [{"metric": "hotMinutes"}]}, "field spec.objectives[0].metric: unknown metric 'hotMinutes'"),
     ({"constraints": [{"metric": "pendingLongest", "max": "soon"}]},
      "field spec.constraints[0].max: expected a duration"),
     ({"sampler": {"name": "cmaes"}}, "field spec.sampler.name: expected one of tpe, nsga2, random"),
+    ({"constraints": [{"metric": "evictions", "max": {"variant": "lnu-requests"}}]},
+     "field spec.constraints[0].max.variant: the scenario has no variant 'lnu-requests' (it has: lnu-usage, mistuned)"),
 ])
 def test_bad_space_exits_2_with_one_line(inputs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                          changes: dict[str, Any], message: str) -> None:
@@ -385,6 +415,22 @@ def test_bad_sweep_and_options_exit_2(inputs: dict[str, Path], tmp_path: Path, c
     code, _, err = _cli(["tune", str(inputs["scenario"]), "--space", str(tmp_path / "missing.yaml"), "--no-progress"],
                         capsys)
     assert code == 2 and "field --space: file" in err
+
+
+def test_unreachable_ray_cluster_exits_1_with_one_line(inputs: dict[str, Path], tmp_path: Path) -> None:
+    # In a process of its own: a Ray instance this module started would be used whatever --address says.
+    import socket
+    import sys
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = subprocess.run([sys.executable, "-m", "kubesched", "sweep", str(inputs["sweep"]), "--out", str(tmp_path / "o"),
+                           "--engine", "ray", "--address", f"127.0.0.1:{port}", "--no-progress"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.strip().splitlines() == [f"error: cannot reach the Ray cluster at 127.0.0.1:{port}: Connection refused"]
+    assert not (tmp_path / "o").exists()
 
 
 # ---------------------------------------------------------------- pieces
@@ -418,6 +464,16 @@ def test_series_metric_at_interpolates() -> None:
     assert np.isnan(SeriesMetric("m", "y", "at", "x", 2.0).value(series))
     assert SeriesMetric("m", "y", "last").value(series) == pytest.approx(0.9)
     assert SeriesMetric("m", "y", "max").value(series) == pytest.approx(0.9)
+
+
+def test_constraint_bound_by_a_variant() -> None:
+    (c,) = parse_constraints([{"metric": "evictions", "max": {"variant": "lnu-usage"}, "score": "mean"}], "c", "f")
+    r = c.resolved({"lnu-usage": {"evictions.mean": 15.5, "evictions.worst": 17.0}})
+    assert r.bound == 15.5 and r.upper and "(variant lnu-usage)" in r.text()
+    assert violations({"evictions.mean": 12.0}, [r]) == [-3.5]
+    assert violations({"evictions.mean": 16.0}, [r]) == [0.5]
+    (n,) = parse_constraints([{"metric": "pendingLongest", "max": "10m"}], "c", "f")
+    assert n.resolved({}) is n and n.bound == 600 and n.score == "worst"
 
 
 def test_front_and_choice() -> None:

@@ -15,8 +15,10 @@ changes them; only the order in which they arrive does, and callers never depend
 
 from __future__ import annotations
 
+import logging
 import multiprocessing as mp
 import os
+import socket
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any, Protocol
@@ -122,12 +124,16 @@ class RayEngine:
             raise InputError("the Ray engine needs Ray: pip install 'kubesched[ray]'", field="--engine") from None
         self._ray = ray
         self._owns = not ray.is_initialized()
+        if self._owns and address:
+            _check_reachable(address)
         if self._owns:
             try:
                 if address:
-                    ray.init(address=address, include_dashboard=False, log_to_driver=False)
+                    ray.init(address=address, include_dashboard=False, log_to_driver=False,
+                             logging_level=logging.WARNING)
                 else:
-                    ray.init(num_cpus=max(1, workers or os.cpu_count() or 1), include_dashboard=False, log_to_driver=False)
+                    ray.init(num_cpus=max(1, workers or os.cpu_count() or 1), include_dashboard=False,
+                             log_to_driver=False, logging_level=logging.WARNING)
             except ConnectionError as e:
                 raise EngineError(f"cannot reach the Ray cluster at {address}: {e}") from None
         self.workers = int(ray.cluster_resources().get("CPU", 1))
@@ -148,6 +154,18 @@ class RayEngine:
     def close(self) -> None:
         if self._owns and self._ray.is_initialized():
             self._ray.shutdown()
+
+
+def _check_reachable(address: str) -> None:
+    """Fail at once when nothing listens at a host:port address (ray.init would retry for minutes)."""
+    hostport = address.removeprefix("ray://")
+    host, sep, port = hostport.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        return  # "auto", a cluster found through the environment: let Ray resolve it
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except OSError as e:
+        raise EngineError(f"cannot reach the Ray cluster at {address}: {e.strerror or e}") from None
 
 
 def check_options(kind: str, address: str | None) -> None:

@@ -6,7 +6,9 @@ maximise or bounded below). Objectives use the mean unless they say `score: wors
 worst unless they say `score: mean`, so "no eviction loop" means on no seed at all.
 
 Defaults: minimise hot-node minutes and evictions; no eviction-loop episode; no pod pending longer than
-10 minutes (`pendingLongest`, which counts pods still pending at the end).
+10 minutes (`pendingLongest`, which counts pods still pending at the end). A bound may be a number (a
+duration for metrics in seconds) or `{variant: NAME}`: what that scenario variant scores on the same seeds
+("no more evictions than the policy we run today").
 
 The chosen point is picked among the feasible trials: `closestToIdeal` (default) normalises each objective
 over the feasible Pareto front to [0, 1] and takes the point nearest the ideal corner; `{weights: {...}}`
@@ -16,6 +18,7 @@ trial number.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -55,16 +58,28 @@ class Objective:
 @dataclass(frozen=True, slots=True)
 class Constraint:
     metric: str
-    bound: float
+    bound: float  # NaN until a bound relative to a variant is resolved
     upper: bool  # True: value ≤ bound; False: value ≥ bound
     score: str = "worst"
+    variant: str | None = None  # the bound is what this scenario variant scores on the same seeds
+    where: str = ""
 
     @property
     def key(self) -> str:
         return f"{self.metric}.{self.score}"
 
     def text(self) -> str:
-        return f"{self.metric} ({self.score}) {'≤' if self.upper else '≥'} {self.bound:g}"
+        of = f" (variant {self.variant})" if self.variant else ""
+        return f"{self.metric} ({self.score}) {'≤' if self.upper else '≥'} {self.bound:g}{of}"
+
+    def resolved(self, variant_scores: Mapping[str, Mapping[str, float | None]]) -> Constraint:
+        """The constraint with a variant's score as its bound (unchanged when the bound is a number)."""
+        if self.variant is None:
+            return self
+        v = variant_scores[self.variant].get(self.key)
+        if v is None or math.isnan(v):
+            raise InputError(f"variant {self.variant!r} has no {self.key} to bound by", field=self.where)
+        return dataclasses.replace(self, bound=float(v))
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +132,11 @@ def parse_constraints(raw: Any, where: str, file: str | None) -> list[Constraint
             raise InputError("expected exactly one of max, min", file=file, field=f"{where}[{i}]")
         key = keys[0]
         v = o.raw[key]
+        if isinstance(v, dict):
+            vo = Obj(v, o.f(key), ("variant",), file)
+            out.append(Constraint(metric, math.nan, key == "max", _score(o, "worst"), vo.string("variant", required=True),
+                                  vo.f("variant")))
+            continue
         if metric in SECONDS_METRICS and isinstance(v, str):
             try:
                 bound = parse_duration(v, o.f(key))

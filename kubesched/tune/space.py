@@ -79,16 +79,18 @@ class Parameter:
             return optuna.distributions.FloatDistribution(self.low, self.high, step=self.step, log=self.log)
         return optuna.distributions.CategoricalDistribution(list(range(len(self.choices))))
 
-    def value(self, sampled: Any, params: dict[str, Any]) -> Any:
-        """What is written into the document for a sampled value (choices by index, `plus` added)."""
+    def number(self, sampled: Any, numbers: dict[str, float]) -> float:
+        """The number written for a sampled value: with `plus`, the other parameter's written number added."""
+        return float(sampled) + (numbers[self.plus] if self.plus is not None else 0.0)
+
+    def value(self, sampled: Any, numbers: dict[str, float]) -> Any:
+        """What is written into the document for a sampled value (a choice by its index, `plus` added)."""
         if self.kind == "choices":
             return copy.deepcopy(self.choices[int(sampled)])
-        v = sampled
-        if self.plus is not None:
-            v = v + params[self.plus]
+        v = self.number(sampled, numbers)
         if self.kind == "duration":
-            return format_duration(float(v))
-        return int(v) if self.kind == "int" else float(v)
+            return format_duration(v)
+        return int(v) if self.kind == "int" else v
 
     def label(self, sampled: Any) -> Any:
         """The sampled value as people read it (a choice itself, a duration as text)."""
@@ -132,8 +134,11 @@ class TuneSpace:
     def apply(self, params: dict[str, Any]) -> dict[str, Any]:
         """The base tree with the sampled values written in."""
         tree = copy.deepcopy(self.base)
+        numbers: dict[str, float] = {}
         for p in self.parameters:
-            set_path(tree, p.path, p.value(params[p.name], params), p.where, self.path)
+            set_path(tree, p.path, p.value(params[p.name], numbers), p.where, self.path)
+            if p.kind != "choices":
+                numbers[p.name] = p.number(params[p.name], numbers)
         return tree
 
     def labels(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -152,12 +157,12 @@ def _number(o: Obj, key: str, kind: str) -> float:
     return float(v)
 
 
-def _parameter(raw: Any, where: str, file: str, names: list[str]) -> Parameter:
+def _parameter(raw: Any, where: str, file: str, kinds_of: dict[str, str]) -> Parameter:
     o = Obj(raw, where, ("name", "path", *KINDS, "plus"), file)
     name = o.string("name", required=True)
     if not name.replace("_", "").replace("-", "").isalnum():
         raise o.err("name", f"expected letters, digits, '-' or '_', got {name!r}")
-    if name in names:
+    if name in kinds_of:
         raise o.err("name", f"duplicate parameter name {name!r}")
     steps = parse_path(o.required("path"), o.f("path"), file)
     kinds = [k for k in KINDS if k in o.raw]
@@ -165,8 +170,9 @@ def _parameter(raw: Any, where: str, file: str, names: list[str]) -> Parameter:
         raise InputError(f"expected exactly one of {', '.join(KINDS)}", file=file, field=where)
     kind = kinds[0]
     plus = o.string("plus") or None
-    if plus is not None and plus not in names:
-        raise o.err("plus", f"expected the name of a parameter listed before this one, got {plus!r}")
+    if plus is not None and kinds_of.get(plus, "choices") == "choices":
+        raise o.err("plus", f"expected the name of an int, float or duration parameter listed before this one, "
+                            f"got {plus!r}")
     if kind == "choices":
         choices = o.seq("choices")
         if not choices:
@@ -225,7 +231,7 @@ def parse_space(doc: Any, path: str, scenario: Scenario) -> TuneSpace:
     if not items:
         raise spec.err("parameters", "expected at least one parameter")
     for i, item in enumerate(items):
-        params.append(_parameter(item, f"{spec.f('parameters')}[{i}]", file, [p.name for p in params]))
+        params.append(_parameter(item, f"{spec.f('parameters')}[{i}]", file, {p.name: p.kind for p in params}))
     objectives = parse_objectives(spec.raw.get("objectives"), spec.f("objectives"), file)
     constraints = parse_constraints(spec.raw.get("constraints"), spec.f("constraints"), file)
     choose = parse_choice(spec.raw.get("choose"), spec.f("choose"), file, objectives)

@@ -187,19 +187,34 @@ def tune(scenario_path: str, space_path: str, out_dir: str, opts: TuneOptions,
         space.sampler.seed = opts.sampler_seed
     total = opts.trials or space.trials
     seeds = tuple(s.seed + i for i in range(opts.seeds or space.seeds))
+    names = [v.name for v in resolve_variants(s, [])]
+    for c in space.constraints:
+        if c.variant is not None and c.variant not in names:
+            raise InputError(f"the scenario has no variant {c.variant!r} (it has: {', '.join(names)})", file=space.path,
+                             field=c.where)
     try:
         check_variant(s, to_variant("base", space.base, space.path))
     except InputError as e:
         raise InputError(e.message + " (the space's base documents)", file=e.file, obj=e.obj, field=e.field) from None
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     inputs = {s.name: prepare(s, ship=opts.engine == "ray")}
     fingerprint = {"scenario": inputs[s.name].digest, "space": space.digest(), "seeds": list(seeds),
                    "samplerSeed": space.sampler.seed}
-    study = TuneStudy(out, space, fingerprint)
+    if (out / STUDY_FILE).exists():
+        TuneStudy(out, space, fingerprint)  # refuses another study's folder before an engine starts
     engine = make_engine(opts.engine, inputs, opts.workers, opts.address)
     try:
+        out.mkdir(parents=True, exist_ok=True)
+        study = TuneStudy(out, space, fingerprint)
         variants = _run_variants(engine, s, seeds, out, fingerprint, space, on_progress, total)
+        try:
+            scores = {v["name"]: v["scores"] for v in variants}
+            space.constraints = [c.resolved(scores) for c in space.constraints]
+        except InputError as e:
+            raise e.located(file=space.path) from None
+        for v in variants:
+            v["violations"] = violations({k: math.nan if x is None else x for k, x in v["scores"].items()},
+                                         space.constraints)
         _run_trials(engine, study, s, space, seeds, total, on_progress, len(variants))
     finally:
         engine.close()
@@ -226,8 +241,7 @@ def _run_variants(engine: Engine, s: Scenario, seeds: tuple[int, ...], out: Path
         if r["error"]:
             raise InputError(f"{r['error']} (variant {t.variant})")
         scores = aggregate(r["summaries"], space.objectives, space.constraints)
-        rows.append({"name": t.variant, "description": description, "scores": {k: _finite(x) for k, x in scores.items()},
-                     "violations": violations(scores, space.constraints)})
+        rows.append({"name": t.variant, "description": description, "scores": {k: _finite(x) for k, x in scores.items()}})
     tmp = cache.with_suffix(".tmp")
     tmp.write_text(json.dumps({"fingerprint": fingerprint, "variants": rows}, indent=1))
     tmp.replace(cache)

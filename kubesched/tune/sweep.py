@@ -378,7 +378,6 @@ def sweep(sweep_path: str, out_dir: str, engine_kind: str = "local", address: st
     inputs = {name: prepare(s, ship=engine_kind == "ray") for name, s in scenarios.items()}
     points = build_grid(spec, scenarios, {n: i.digest for n, i in inputs.items()})
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     folder = out / RUNS_DIR
     schema = _schema(spec)
     digest = spec.metrics_digest()
@@ -398,6 +397,7 @@ def sweep(sweep_path: str, out_dir: str, engine_kind: str = "local", address: st
         on_progress(finished, len(points), "runs")
     if tasks:
         engine = make_engine(engine_kind, inputs, workers, address)
+        out.mkdir(parents=True, exist_ok=True)
         try:
             for result in engine.run(tasks):
                 pending.append(_row(spec, by_key[result["key"]], result))
