@@ -4,8 +4,9 @@ Both take the scenario inputs once and then run `kubesched.tune.runs.RunTask`s, 
 complete. Results are pure functions of (inputs, task), so neither the engine nor the number of workers
 changes them; only the order in which they arrive does, and callers never depend on that order.
 
-- `local`: a `ProcessPoolExecutor` of spawned processes, one per core by default; each worker receives the
+- `local`: a `multiprocessing` pool of spawned processes, one per core by default; each worker receives the
   inputs once (the pool's initializer) and keeps them. With one worker the runs happen in this process.
+  An interruption terminates the workers at once (the runs in flight are redone on resume).
 - `ray`: connects to a running cluster (`address`, as `ray.init` takes it) or, without one, starts a local
   instance (and stops it at the end). The inputs are put in Ray's object store once; every task carries a
   reference, and each worker process fetches and unpickles them once (kept in a per-process cache). The
@@ -20,7 +21,6 @@ import multiprocessing as mp
 import os
 import socket
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any, Protocol
 
 from kubesched.errors import InputError
@@ -68,29 +68,23 @@ class LocalEngine:
     def __init__(self, inputs: Inputs, workers: int | None = None) -> None:
         self.inputs = inputs
         self.workers = max(1, workers or os.cpu_count() or 1)
-        self._pool: ProcessPoolExecutor | None = None
+        self._pool: Any = None
 
     def run(self, tasks: Sequence[RunTask]) -> Iterator[dict[str, Any]]:
-        if self.workers == 1 or len(tasks) <= 1 and self._pool is None:
+        if self.workers == 1:
             for t in tasks:
                 yield execute(self.inputs, t)
             return
         if self._pool is None:
-            self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=mp.get_context("spawn"),
-                                             initializer=_init_local, initargs=(self.inputs,))
-        futures: set[Future[dict[str, Any]]] = {self._pool.submit(_local_task, t) for t in tasks}
-        try:
-            while futures:
-                done, futures = wait(futures, return_when=FIRST_COMPLETED)
-                for f in sorted(done, key=id):
-                    yield f.result()
-        finally:
-            for f in futures:
-                f.cancel()
+            self._pool = mp.get_context("spawn").Pool(self.workers, initializer=_init_local, initargs=(self.inputs,))
+        yield from self._pool.imap_unordered(_local_task, tasks)
 
     def close(self) -> None:
+        # Terminate rather than wait: after an interruption, runs in flight are abandoned (they are redone
+        # on resume); after a normal end the workers are idle anyway.
         if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool.terminate()
+            self._pool.join()
             self._pool = None
 
 
