@@ -64,38 +64,9 @@ def _plugins_option(f: Callable[..., Any]) -> Callable[..., Any]:
 
 def _scheduler_inputs(snapshot: str, config: str | None, metrics: str | None, now: datetime, seed: int,
                       plugins: tuple[str, ...]) -> Any:
-    from kubesched.api.snapshot import load_snapshot
-    from kubesched.cluster.state import ClusterState
-    from kubesched.config.scheduler_config import load_scheduler_config
-    from kubesched.scheduler.registry import Registry
-    from kubesched.scheduler.scheduler import Scheduler
+    from kubesched.scheduler.oneshot import build_scheduler
 
-    snap = load_snapshot(snapshot)
-    cfg = load_scheduler_config(config)
-    registry = Registry()
-    for spec in plugins:
-        registry.register_spec(spec)
-    cluster = ClusterState.from_snapshot(snap)
-    extra: dict[str, Any] = {"now": now, "snapshot": snap}
-    if metrics is not None:
-        from kubesched.metrics.loader import load_metrics
-
-        extra["metrics"] = load_metrics(metrics, now)
-    clock_origin = now.timestamp()
-    clock = _VirtualClock(clock_origin)
-    sched = Scheduler(cluster, cfg, registry, seed=seed, clock=clock, extra=extra)
-    return sched, clock
-
-
-class _VirtualClock:
-    def __init__(self, t: float) -> None:
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
-
-    def advance(self, t: float) -> None:
-        self.t = max(self.t, t)
+    return build_scheduler(snapshot, config, metrics, now, seed, plugins)
 
 
 def _find_pod(sched: Any, key: str) -> Any:
@@ -154,7 +125,7 @@ def schedule_cmd(snapshot: str, config: str | None, metrics: str | None, plugins
         from kubesched.scheduler.oneshot import schedule_all
 
         sched, clock = _scheduler_inputs(snapshot, config, metrics, parse_now(now), seed, plugins)
-        emit(output, schedule_all(sched, clock.advance), schedule_table)
+        emit(output, schedule_all(sched, clock), schedule_table)
 
     _run(run)
 
@@ -197,11 +168,14 @@ def capacity_cmd(snapshot: str, template: str, config: str | None, max_limit: in
               help="skip the cycle when fewer nodes are ready (upstream: 2)")
 @click.option("--scheduler-config", type=click.Path(), default=None,
               help="KubeSchedulerConfiguration for node fit by the scheduler's own filters")
+@click.option("--enforce-pdbs", is_flag=True, default=False,
+              help="answer evictions as the API server does: 429 when a PodDisruptionBudget allows no disruption "
+                   "(default off, as upstream's tests and dry-run mode see the cluster)")
 @NOW
 @SEED
 @OUTPUT
 def deschedule_cmd(snapshot: str, policy: str, metrics: str | None, min_ready_nodes: int,
-                   scheduler_config: str | None, now: str | None, seed: int, output: str) -> None:
+                   scheduler_config: str | None, enforce_pdbs: bool, now: str | None, seed: int, output: str) -> None:
     """One descheduling cycle: the evictions it would make (computed, not made)."""
 
     def run() -> None:
@@ -209,7 +183,7 @@ def deschedule_cmd(snapshot: str, policy: str, metrics: str | None, min_ready_no
 
         emit(output, deschedule_command(snapshot=snapshot, policy=policy, metrics=metrics,
                                         min_ready_nodes=min_ready_nodes, scheduler_config=scheduler_config,
-                                        now=parse_now(now), seed=seed), deschedule_table)
+                                        now=parse_now(now), seed=seed, enforce_pdbs=enforce_pdbs), deschedule_table)
 
     _run(run)
 

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kubesched.api.hashing import stable_hash64
 from kubesched.sim.scenario import ModelSpec
-from kubesched.sim.units import stable_hash64
 
 CONSTANT, DIURNAL, RANDOM_WALK, SPIKES, TRACE = 0, 1, 2, 3, 4
 CODES = {"constant": CONSTANT, "diurnal": DIURNAL, "randomWalk": RANDOM_WALK, "spikes": SPIKES}
