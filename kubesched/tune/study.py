@@ -28,11 +28,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kubesched.api.hashing import stable_hash64
 from kubesched.errors import InputError
 from kubesched.report.tune import render_tune_report
 from kubesched.sim.runner import check_variant, resolve_variants
 from kubesched.sim.scenario import Scenario, load_scenario
-from kubesched.sim.units import stable_hash64
 from kubesched.tune.documents import from_variant, to_variant, write_documents
 from kubesched.tune.engines import Engine, check_options, make_engine
 from kubesched.tune.inputs import prepare
