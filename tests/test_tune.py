@@ -219,6 +219,14 @@ def test_another_sampler_seed_gives_another_study(inputs: dict[str, Path], local
     assert [t["params"] for t in doc["trials"]] != [t["params"] for t in local_study["one"][1]["trials"]]
 
 
+def test_nsga2_study_is_the_same_with_one_or_two_workers(inputs: dict[str, Path], tmp_path: Path) -> None:
+    space = _space(tmp_path, trials=8, seeds=1, sampler={"name": "nsga2", "seed": 3, "batch": 4, "populationSize": 4})
+    docs = [study.tune(str(inputs["scenario"]), str(space), str(tmp_path / f"w{w}"), study.TuneOptions(workers=w))
+            for w in (1, 2)]
+    assert len(docs[0]["trials"]) == 8
+    assert (tmp_path / "w1" / "trials.csv").read_bytes() == (tmp_path / "w2" / "trials.csv").read_bytes()
+
+
 class _Interrupting:
     """Wraps an engine: after `after` results, the run is interrupted as by Ctrl-C."""
 
