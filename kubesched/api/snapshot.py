@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from kubesched.api.defaulting import with_admitted_priority
 from kubesched.api.objects import (
     GenericObject,
     Namespace,
@@ -86,6 +87,12 @@ def iter_objects(docs: list[Any], file: str) -> Iterator[dict[str, Any]]:
             items = doc.get("items") or []
             if not isinstance(items, list):
                 raise InputError("expected a list", file=file, obj=kind, field="items")
+            if kind != "List":
+                # A typed list (PodList, NodeMetricsList, as the API and `kubectl get --raw` return them)
+                # leaves kind and apiVersion out of its items: they are the list's.
+                item_kind, api = kind[: -len("List")], doc.get("apiVersion")
+                items = [{"apiVersion": api, "kind": item_kind, **i} if isinstance(i, dict) and "kind" not in i
+                         else i for i in items]
             yield from iter_objects(items, file)
             continue
         if not isinstance(kind, str) or not kind:
@@ -149,6 +156,9 @@ def parse_objects(objects: list[dict[str, Any]], file: str, snap: Snapshot | Non
         if ident in seen and kind in _PARSERS:
             raise InputError("duplicate object", file=file, obj=f"{kind} {ident[1]}")
         seen.add(ident)
+    if snap.pods:
+        classes = {pc.meta.name: pc for pc in snap.priority_classes}
+        snap.pods = [with_admitted_priority(p, classes) for p in snap.pods]
     return snap
 
 

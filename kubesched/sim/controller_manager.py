@@ -31,6 +31,8 @@ class ControllerManager:
         self.sim = sim
         self.controllers: list[Controller] = []
         self.by_workload: dict[str, Controller] = {}
+        # Set by the wiring: the kubelet starts a pod that was created already bound.
+        self.start_bound: Callable[[SimPod], None] = lambda sp: None
 
     # ------------------------------------------------------------ what controllers call
 
@@ -39,10 +41,14 @@ class ControllerManager:
 
     def create_pod(self, raw: dict[str, Any], owner: Controller | None, identity: str, ordinal: int,
                    replaces: str | None, workload: str | None = None, shape: Hashable | None = None,
-                   cause: Cause = Cause.CONTROLLER) -> SimPod:
-        """Create a pod through the API server and record what the simulation knows about it."""
-        if shape is None and owner is not None and not isinstance(owner, (ctl.StatefulSetController,
-                                                                          ctl.BarePodController)):
+                   cause: Cause = Cause.CONTROLLER, node: str | None = None) -> SimPod:
+        """Create a pod through the API server and record what the simulation knows about it; with `node`,
+        created bound (spec.nodeName: its kubelet starts it, the scheduler is not asked)."""
+        if node:
+            # Bound pods differ by node: each is admitted on its own.
+            raw = {**raw, "spec": {**(raw.get("spec") or {}), "nodeName": node}}
+        elif shape is None and owner is not None and not isinstance(owner, (ctl.StatefulSetController,
+                                                                            ctl.BarePodController)):
             # Pods of one template are copies of one admitted pod (DaemonSet pods differ by node affinity).
             spec = raw.get("spec") or {}
             aff = spec.get("affinity") if isinstance(spec, dict) else None
@@ -56,6 +62,8 @@ class ControllerManager:
         sp = self.sim.pods.register(pod, owner, identity, ordinal, replaces, wl)
         if owner is not None:
             owner.pods[sp.key] = sp
+        if node:
+            self.start_bound(sp)
         return sp
 
     def delete_pod(self, sp: SimPod, component: str, reason: str, grace: float | None) -> None:
@@ -126,10 +134,11 @@ class ControllerManager:
         self.by_workload.setdefault(workload, c)
         return c
 
-    def adopt_snapshot(self, snap: Snapshot, start_pod: Callable[[SimPod, int], None]) -> None:
+    def adopt_snapshot(self, snap: Snapshot, start_pod: Callable[[SimPod, int], None],
+                       skip_pods: frozenset[str] = frozenset(), skip_workloads: frozenset[str] = frozenset()) -> None:
         """Snapshot pods start as they are: bound ones are started by their kubelet (`start_pod`) at time
         0, the others are pending. Their controllers (from the snapshot, the scenario, or implicit) adopt
-        them."""
+        them. Pods and workloads a replay owns are skipped."""
         snap_ctrl: dict[tuple[str, str, str], Controller] = {}
         for o in snap.others:
             kind = o.kind
@@ -139,10 +148,14 @@ class ControllerManager:
                 for ow in owners:
                     if isinstance(ow, dict) and ow.get("controller") and ow.get("kind") == "Deployment":
                         top = f"Deployment/{o.meta.namespace}/{ow.get('name')}"
+                if top in skip_workloads:
+                    continue
                 snap_ctrl[(kind, o.meta.namespace, o.meta.name)] = self.make_controller(o.raw, top, 600.0)
         implicit: dict[tuple[str, str, str], ctl.ImplicitController] = {}
         sim = self.sim
         for p in snap.pods:
+            if p.key in skip_pods:
+                continue
             ref = p.controller_ref()
             owner: Controller | None = None
             if ref is not None:

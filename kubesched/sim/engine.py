@@ -37,6 +37,7 @@ from kubesched.scheduler.scheduler import Scheduler
 from kubesched.sim.context import (
     ORDER_DESCHEDULER,
     ORDER_KUBELET,
+    ORDER_POD,
     ORDER_RECORD,
     ORDER_SAMPLE,
     ORDER_SCENARIO,
@@ -51,8 +52,9 @@ from kubesched.sim.metrics import MetricsDriver
 from kubesched.sim.node_lifecycle import NodeLifecycle
 from kubesched.sim.node_usage import ResourceUsage
 from kubesched.sim.podgc import PodGC
-from kubesched.sim.pods import PodRegistry
+from kubesched.sim.pods import PodRegistry, SimPod
 from kubesched.sim.recorder import Recorder, Recording
+from kubesched.sim.replay import Replay
 from kubesched.sim.scenario import ComponentConfig, DeschedulerSpec, Scenario, VariantSpec
 from kubesched.sim.trace_pods import TracePods
 
@@ -159,13 +161,26 @@ class Engine:
         for listener in (self.kubelets.node_removed, self.controllers.on_event, self.podgc.on_event,
                          self.disruption.on_event):
             self.cluster.subscribe(listener)
-        self.controllers.adopt_snapshot(snap, self.kubelets.start_pod)
+        self.controllers.start_bound = self._start_bound
+        # A replayed recording takes over the snapshot pods (and controllers) of the workloads it recorded.
+        self.replay = Replay(self, self.controllers, s.replay, snap) if s.replay is not None else None
+        if self.replay is not None:
+            self.controllers.adopt_snapshot(snap, self.kubelets.start_pod, self.replay.pod_keys,
+                                            self.replay.workloads)
+            self.replay.start()
+        else:
+            self.controllers.adopt_snapshot(snap, self.kubelets.start_pod)
         self.controllers.from_scenario()
         for pt in s.pod_traces:
             self.traces.schedule(pt)
         self.descheduler = (DeschedulerDriver(self, self.policy, self.desched.interval, self.sched_config, self.usage,
                                               self.metrics, self.disruption)
                             if self.policy is not None and self.desched is not None else None)
+
+    def _start_bound(self, sp: SimPod) -> None:
+        """A pod created bound (spec.nodeName): its kubelet starts it after the startup delay."""
+        sp.node, sp.bound_at = sp.pod.node_name, self.t
+        self.push(self.t + self.s.startup_delay, ORDER_POD, self.kubelets.start_pod, sp, sp.serial)
 
     # ------------------------------------------------------------ scenario events
 

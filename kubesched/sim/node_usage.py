@@ -306,7 +306,10 @@ class ResourceUsage:
                     continue
                 series = max(sp.ordinal, 0) % len(grid.names)
             else:
-                idx = grid.index(sp.pod.name)
+                # A series named namespace/name (what capture writes), or by the pod's name alone.
+                idx = grid.index(sp.key)
+                if idx is None:
+                    idx = grid.index(sp.pod.name)
                 if idx is None:
                     continue
                 series = idx

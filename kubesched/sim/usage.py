@@ -61,12 +61,12 @@ class TraceGrid:
     names: list[str]
     cpu: np.ndarray | None  # millicores
     memory: np.ndarray | None  # bytes
+    positions: dict[str, int] | None = None
 
     def index(self, name: str) -> int | None:
-        try:
-            return self.names.index(name)
-        except ValueError:
-            return None
+        if self.positions is None:
+            self.positions = {n: i for i, n in enumerate(self.names)}
+        return self.positions.get(name)
 
 
 class _Resource:
