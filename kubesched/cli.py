@@ -255,6 +255,74 @@ def simulate_cmd(scenario: str, variants: tuple[str, ...], out: str | None, as_j
     _run(run)
 
 
+# ---------------------------------------------------------------- tune and sweep (kubesched.tune)
+
+ENGINE = click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+                      help="local process pool, or Ray tasks (pip install 'kubesched[ray]')")
+ADDRESS = click.option("--address", default=None, metavar="ADDRESS",
+                       help="an existing Ray cluster (as ray.init takes it); without it --engine ray starts a local one")
+WORKERS = click.option("--workers", type=click.IntRange(min=1), default=None,
+                       help="local processes, or CPUs of a Ray instance started here (default: one per core)")
+
+
+@main_group.command("tune")
+@click.argument("scenario", type=click.Path())
+@click.option("--space", required=True, type=click.Path(), help="TuneSpace: the parameters, objectives and constraints")
+@click.option("--out", default="out/tune", show_default=True, type=click.Path(),
+              help="folder for the study (resumable), the chosen documents and report.html")
+@click.option("--trials", type=click.IntRange(min=1), default=None, help="trials in the study (default: the space's)")
+@click.option("--seeds", type=click.IntRange(min=1), default=None, help="seeds per trial (default: the space's)")
+@click.option("--seed", "sampler_seed", type=int, default=None, help="the sampler's seed (default: the space's)")
+@ENGINE
+@ADDRESS
+@WORKERS
+@click.option("--json", "as_json", is_flag=True, help="print the results as one JSON document")
+@click.option("--progress/--no-progress", default=None, help="progress bar on stderr (default: when a terminal)")
+def tune_cmd(scenario: str, space: str, out: str, trials: int | None, seeds: int | None, sampler_seed: int | None,
+             engine: str, address: str | None, workers: int | None, as_json: bool, progress: bool | None) -> None:
+    """Search scheduler/descheduler settings for the Pareto front of the scenario's objectives (Optuna)."""
+
+    def run() -> None:
+        from kubesched.tune.command import tune_command
+        from kubesched.tune.engines import EngineError
+        from kubesched.tune.study import TuneOptions
+
+        try:
+            tune_command(scenario, space, out, TuneOptions(trials, seeds, engine, address, workers, sampler_seed),
+                         as_json, progress)
+        except EngineError as e:
+            click.echo(f"error: {e}", err=True)
+            sys.exit(1)
+
+    _run(run)
+
+
+@main_group.command("sweep")
+@click.argument("sweep_file", metavar="SWEEP", type=click.Path())
+@click.option("--out", default="out/sweep", show_default=True, type=click.Path(),
+              help="folder for the Parquet dataset (runs/), summary.csv and report.html")
+@ENGINE
+@ADDRESS
+@WORKERS
+@click.option("--json", "as_json", is_flag=True, help="print the summary as one JSON document")
+@click.option("--progress/--no-progress", default=None, help="progress bar on stderr (default: when a terminal)")
+def sweep_cmd(sweep_file: str, out: str, engine: str, address: str | None, workers: int | None, as_json: bool,
+              progress: bool | None) -> None:
+    """Run a grid of scenarios × variants × parameter values × seeds, each once, into one Parquet dataset."""
+
+    def run() -> None:
+        from kubesched.tune.command import sweep_command
+        from kubesched.tune.engines import EngineError
+
+        try:
+            sweep_command(sweep_file, out, engine, address, workers, as_json, progress)
+        except EngineError as e:
+            click.echo(f"error: {e}", err=True)
+            sys.exit(1)
+
+    _run(run)
+
+
 # ---------------------------------------------------------------- capture (a live cluster → a scenario)
 
 
