@@ -1,26 +1,81 @@
-"""The command line. Every command reads real documents and prints a table, or one JSON document with `-o json`.
+"""The command line: every command reads real documents and prints a table, or one JSON or YAML document.
 
-Bad input exits with code 2 and one line on stderr naming the file, the object and the field; nothing is
-written on stdout unless the command succeeded.
+Conventions every command follows (new commands get them from the helpers here):
+
+- `@command(group, name, short=..., examples=[...], doc="docs/x.md")` registers a click command whose
+  help ends with runnable examples, its doc and the exit codes; `short` is what `kubesched --help` lists
+  (at most 60 characters, so the list is never truncated in an 80-column terminal).
+- `@output_option` adds `-o/--output table|json|yaml`; `emit(output, data, table)` prints `data` as one
+  JSON or YAML document on stdout, or calls `table(data)` for people.
+- `_run(fn)` turns `InputError` into one line on stderr and exit 2, `RuntimeFailure` into one line and
+  exit 1; nothing is written on stdout unless the command succeeded.
+- `@NOW` (`--now RFC3339`, the clock) and `@SEED` (`--seed`, the tie-breaking RNG) where time or ties matter.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
 import click
+import yaml
 
-from kubesched.errors import InputError
+from kubesched.errors import InputError, RuntimeFailure
 
-OUTPUT = click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True,
-                      help="table for people, json for machines")
+OUTPUT_FORMATS = ("table", "json", "yaml")
+EXIT_CODES = "Exit codes: 0 success; 1 runtime failure (a server unreachable, a program missing); 2 bad input."
+SHORT_HELP_LIMIT = 60
+
+
+def output_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    """`-o/--output table|json|yaml` (the parameter `output`)."""
+    return click.option("-o", "--output", type=click.Choice(OUTPUT_FORMATS), default="table", show_default=True,
+                        help="table for people; json or yaml: one document on stdout for machines")(f)
+
+
+OUTPUT = output_option
 NOW = click.option("--now", "now", default=None, metavar="RFC3339",
                    help="the clock for everything time-dependent (default: the wall clock)")
 SEED = click.option("--seed", type=int, default=0, show_default=True, help="seed of the tie-breaking RNG")
+
+
+def help_epilog(examples: Sequence[str], doc: str) -> str:
+    """The end of a command's help: examples (kept verbatim), the doc to read, the exit codes."""
+    lines = ["\b", "Examples:" if len(examples) > 1 else "Example:"]
+    for e in examples:
+        lines += _wrap_command(e)
+    return "\n".join(lines) + f"\n\nDocs: {doc}\n\n{EXIT_CODES}"
+
+
+def _wrap_command(cmd: str, width: int = 74) -> list[str]:
+    """A shell command as lines of at most `width` columns, broken before an option with a backslash."""
+    units: list[str] = []
+    for w in cmd.split(" "):
+        if units and not w.startswith("-") and units[-1].startswith("-") and " " not in units[-1]:
+            units[-1] += " " + w  # an option and its value stay together
+        else:
+            units.append(w)
+    lines: list[str] = []
+    cur = "  " + units[0]
+    for u in units[1:]:
+        if len(cur) + 1 + len(u) + 2 > width:
+            lines.append(cur + " \\")
+            cur = "      " + u
+        else:
+            cur += " " + u
+    lines.append(cur)
+    return lines
+
+
+def command(group: click.Group, name: str, *, short: str, examples: Sequence[str], doc: str,
+            **kwargs: Any) -> Callable[[Callable[..., Any]], click.Command]:
+    """Register a command on `group` with kubesched's help conventions (see the module docstring)."""
+    if len(short) > SHORT_HELP_LIMIT:
+        raise ValueError(f"short help of {name!r} is longer than {SHORT_HELP_LIMIT} characters")
+    return group.command(name, short_help=short, epilog=help_epilog(examples, doc), **kwargs)
 
 
 def parse_now(value: str | None) -> datetime:
@@ -37,8 +92,13 @@ def parse_now(value: str | None) -> datetime:
 
 
 def emit(output: str, data: Any, table: Callable[[Any], None]) -> None:
+    """Print `data` as -o asks: one JSON or YAML document, or the table."""
     if output == "json":
         sys.stdout.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
+    elif output == "yaml":
+        # Through JSON so that tuples and other JSON-able values become plain YAML.
+        sys.stdout.write(yaml.safe_dump(json.loads(json.dumps(data)), sort_keys=False, allow_unicode=True,
+                                        width=100))
     else:
         table(data)
 
@@ -49,12 +109,27 @@ def _run(fn: Callable[[], None]) -> None:
     except InputError as e:
         click.echo(f"error: {e.render()}", err=True)
         sys.exit(2)
+    except RuntimeFailure as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(1)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="kubesched")
+class _Group(click.Group):
+    """Lists commands in the order they were added (the order of the README's table)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(self.commands)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]},
+             epilog="\b\nExamples:\n  kubesched simulate examples/hotspots/scenario.yaml --out out/hotspots\n"
+                    "  kubesched explain --snapshot examples/cluster/snapshot.yaml \\\n      --pod shop/web-7d9f-new\n"
+                    "  kubesched COMMAND --help\n\n"
+                    "Every command takes -o table|json|yaml. Docs: README.md, docs/cli.md\n\n" + EXIT_CODES)
+@click.version_option(package_name="kubesched", message="%(prog)s %(version)s")
 def main_group() -> None:
-    """kubesched: where pods run and when they move — scheduler, descheduler, kubelet eviction, load awareness."""
+    """kubesched: where pods run and when they move — the Kubernetes scheduler, descheduler, kubelet
+    node-pressure eviction and load awareness, one-shot on a snapshot or simulated together over time."""
 
 
 def _plugins_option(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -107,10 +182,83 @@ def _find_pod(sched: Any, key: str) -> Any:
     return pod
 
 
+# ---------------------------------------------------------------- simulate
+
+
+@command(main_group, "simulate", short="scheduler, descheduler, kubelets over time; compare variants",
+         examples=["kubesched simulate examples/hotspots/scenario.yaml --out out/hotspots",
+                   "kubesched simulate examples/hotspots/scenario.yaml --duration 2h -o json",
+                   "kubesched simulate examples/hotspots/scenario.yaml --variant packing=examples/cluster/bin-packing.yaml "
+                   "--out out/packing --figures png,svg"],
+         doc="docs/simulator.md")
+@click.argument("scenario", type=click.Path())
+@click.option("--variant", "variants", multiple=True, metavar="NAME=FILE",
+              help="run the scenario also under this scheduler config / descheduler policy / kubelet config "
+                   "(a file of those documents or a kubesched.io Variant; repeatable)")
+@click.option("--out", type=click.Path(), default=None, metavar="DIR",
+              help="write report.html, summary.json, comparison.csv and per-variant CSV here (without it nothing "
+                   "is written)")
+@click.option("--figures", default=None, metavar="FORMATS",
+              help="also save every chart of the report under DIR/figures, e.g. png,svg (needs --out and the "
+                   "'export' extra)")
+@click.option("--jobs", type=click.IntRange(min=1), default=None, help="parallel processes (default: one per variant)")
+@click.option("--seed", type=int, default=None, help="override the scenario's seed")
+@click.option("--duration", default=None, metavar="DURATION", help="override the scenario's duration (e.g. 2h)")
+@click.option("--no-html", "no_html", is_flag=True, help="do not write report.html")
+@click.option("--progress/--no-progress", default=None, help="progress bars on stderr (default: when a terminal)")
+@output_option
+@click.option("--json", "as_json", is_flag=True, hidden=True, help="the same as -o json (kept for scripts)")
+def simulate_cmd(scenario: str, variants: tuple[str, ...], out: str | None, figures: str | None, jobs: int | None,
+                 seed: int | None, duration: str | None, no_html: bool, progress: bool | None, output: str,
+                 as_json: bool) -> None:
+    """Simulate the closed loop — scheduler, kubelets, metrics pipeline, descheduler, workload controllers —
+    on a virtual clock and compare variants.
+
+    SCENARIO is a kubesched.io/v1alpha1 Scenario file (YAML): the cluster (node templates, a snapshot or a
+    node table), the workloads and how much CPU and memory their pods use over time, timed events (nodes
+    added, scale-ups, drains), the scheduler configuration, descheduler policy and kubelet configuration,
+    and the variants to compare (each replaces some of those). Every variant runs from the same seed, in
+    parallel processes; the same scenario and seed give the same results byte for byte.
+
+    The comparison table is printed (or one document with -o json|yaml). Nothing is written unless --out
+    DIR is given: then DIR/report.html (a self-contained interactive report to open from disk),
+    summary.json, comparison.csv and variants/NAME/*.csv (and Parquet with pyarrow).
+    """
+
+    def run() -> None:
+        from kubesched.report.simulation import write_report
+        from kubesched.report.text import simulation_table
+        from kubesched.sim.command import simulate_command
+
+        formats = _figure_formats(figures)
+        if formats and out is None:
+            raise InputError("saving figures needs a folder: add --out DIR", field="--figures")
+        if formats and no_html:
+            raise InputError("the figures are the report's charts: drop --no-html", field="--figures")
+        result = simulate_command(scenario, variants, out, jobs, seed, duration, progress)
+        if out is not None and not no_html:
+            write_report(result, out, formats)
+        emit("json" if as_json else output, result.doc, simulation_table)
+
+    _run(run)
+
+
+def _figure_formats(value: str | None) -> tuple[str, ...]:
+    if not value:
+        return ()
+    formats = tuple(f.strip().lower() for f in value.split(",") if f.strip())
+    for f in formats:
+        if f not in ("png", "svg", "pdf"):
+            raise InputError(f"expected a comma-separated list of png, svg, pdf, got {f!r}", field="--figures")
+    return formats
+
+
 # ---------------------------------------------------------------- explain
 
 
-@main_group.command("explain")
+@command(main_group, "explain", short="one pod, every node, every plugin: verdicts and scores",
+         examples=["kubesched explain --snapshot examples/cluster/snapshot.yaml --pod shop/web-7d9f-new"],
+         doc="docs/scheduler.md")
 @click.option("--snapshot", required=True, type=click.Path(), help="cluster objects (kubectl get -o yaml)")
 @click.option("--config", type=click.Path(), default=None, help="KubeSchedulerConfiguration (default profile if absent)")
 @click.option("--pod", "pod_key", required=True, metavar="NS/NAME", help="the pod to explain")
@@ -118,10 +266,11 @@ def _find_pod(sched: Any, key: str) -> Any:
 @_plugins_option
 @NOW
 @SEED
-@OUTPUT
+@output_option
 def explain_cmd(snapshot: str, config: str | None, pod_key: str, metrics: str | None, plugins: tuple[str, ...],
                 now: str | None, seed: int, output: str) -> None:
-    """One pod, every node, every plugin: filter verdicts with reasons, raw/normalized/weighted scores."""
+    """One pod, every node, every plugin: Filter verdicts with upstream's reasons, then the raw, normalized
+    and weighted score of every feasible node (nodes that fail Filter are not scored, as upstream)."""
 
     def run() -> None:
         from kubesched.report.text import explain_table
@@ -137,17 +286,21 @@ def explain_cmd(snapshot: str, config: str | None, pod_key: str, metrics: str | 
 # ---------------------------------------------------------------- schedule
 
 
-@main_group.command("schedule")
+@command(main_group, "schedule", short="place every pending pod through the scheduling queue",
+         examples=["kubesched schedule --snapshot examples/cluster/snapshot.yaml",
+                   "kubesched schedule --snapshot examples/cluster/snapshot.yaml --config examples/cluster/bin-packing.yaml"],
+         doc="docs/scheduler.md")
 @click.option("--snapshot", required=True, type=click.Path(), help="cluster objects (kubectl get -o yaml)")
 @click.option("--config", type=click.Path(), default=None, help="KubeSchedulerConfiguration (default profile if absent)")
 @click.option("--metrics", type=click.Path(), default=None, help="load-watcher WatcherMetrics for load-aware plugins")
 @_plugins_option
 @NOW
 @SEED
-@OUTPUT
+@output_option
 def schedule_cmd(snapshot: str, config: str | None, metrics: str | None, plugins: tuple[str, ...],
                  now: str | None, seed: int, output: str) -> None:
-    """Place every pending pod through the scheduling queue, binding each before the next."""
+    """Place every pending pod through the scheduling queue (priority order, backoff, preemption), binding
+    each before the next; unplaced pods show upstream's FitError message."""
 
     def run() -> None:
         from kubesched.report.text import schedule_table
@@ -162,7 +315,9 @@ def schedule_cmd(snapshot: str, config: str | None, metrics: str | None, plugins
 # ---------------------------------------------------------------- capacity
 
 
-@main_group.command("capacity")
+@command(main_group, "capacity", short="how many more copies of a pod fit (cluster-capacity)",
+         examples=["kubesched capacity --snapshot examples/cluster/snapshot.yaml --pod-template examples/cluster/web-pod.yaml"],
+         doc="docs/scheduler.md")
 @click.option("--snapshot", required=True, type=click.Path(), help="cluster objects (kubectl get -o yaml)")
 @click.option("--pod-template", "template", required=True, type=click.Path(), help="a Pod to copy")
 @click.option("--config", type=click.Path(), default=None, help="KubeSchedulerConfiguration (default profile if absent)")
@@ -170,10 +325,11 @@ def schedule_cmd(snapshot: str, config: str | None, metrics: str | None, plugins
 @_plugins_option
 @NOW
 @SEED
-@OUTPUT
+@output_option
 def capacity_cmd(snapshot: str, template: str, config: str | None, max_limit: int, plugins: tuple[str, ...],
                  now: str | None, seed: int, output: str) -> None:
-    """How many more copies of a pod fit (the job of cluster-capacity)."""
+    """How many more copies of a pod fit, and on which nodes (the job of cluster-capacity): copies are
+    scheduled one by one until one does not fit."""
 
     def run() -> None:
         from kubesched.report.text import capacity_table
@@ -188,7 +344,10 @@ def capacity_cmd(snapshot: str, template: str, config: str | None, max_limit: in
 # ---------------------------------------------------------------- descheduler
 
 
-@main_group.command("deschedule")
+@command(main_group, "deschedule", short="one descheduling cycle: the evictions it would make",
+         examples=["kubesched deschedule --snapshot examples/hotspot-descheduling/snapshot.yaml "
+                   "--policy examples/hotspot-descheduling/lownodeload.yaml --now 2024-06-01T12:00:30Z"],
+         doc="docs/descheduler.md")
 @click.option("--snapshot", required=True, type=click.Path(), help="cluster objects (kubectl get -o yaml)")
 @click.option("--policy", required=True, type=click.Path(),
               help="DeschedulerPolicy (descheduler/v1alpha2) or koordinator DeschedulerConfiguration")
@@ -199,10 +358,11 @@ def capacity_cmd(snapshot: str, template: str, config: str | None, max_limit: in
               help="KubeSchedulerConfiguration for node fit by the scheduler's own filters")
 @NOW
 @SEED
-@OUTPUT
+@output_option
 def deschedule_cmd(snapshot: str, policy: str, metrics: str | None, min_ready_nodes: int,
                    scheduler_config: str | None, now: str | None, seed: int, output: str) -> None:
-    """One descheduling cycle: the evictions it would make (computed, not made)."""
+    """One descheduling cycle of a DeschedulerPolicy (or koordinator DeschedulerConfiguration) on a
+    snapshot: the evictions it would make, computed and not made, with each node's utilisation."""
 
     def run() -> None:
         from kubesched.descheduler.command import deschedule_command, deschedule_table
@@ -217,15 +377,20 @@ def deschedule_cmd(snapshot: str, policy: str, metrics: str | None, min_ready_no
 # ---------------------------------------------------------------- kubelet
 
 
-@main_group.command("node-pressure")
+@command(main_group, "node-pressure", short="the kubelet's node-pressure evictions, step by step",
+         examples=["kubesched node-pressure --kubelet-config examples/kubelet/kubelet-config.yaml "
+                   "--snapshot examples/kubelet/snapshot.yaml --timeline examples/kubelet/timeline.json "
+                   "--now 2025-06-01T12:00:00Z"],
+         doc="docs/kubelet.md")
 @click.option("--kubelet-config", required=True, type=click.Path(), help="KubeletConfiguration")
 @click.option("--snapshot", type=click.Path(), default=None, help="the node and its pods")
 @click.option("--timeline", type=click.Path(), default=None, help="JSON list of {at, stats} steps (Summary API)")
 @NOW
-@OUTPUT
+@output_option
 def node_pressure_cmd(kubelet_config: str, snapshot: str | None, timeline: str | None, now: str | None,
                       output: str) -> None:
-    """The kubelet's node-pressure eviction manager on one node, step by step."""
+    """The kubelet's node-pressure eviction manager on one node, one synchronize per timeline step
+    (Summary API stats): thresholds met, node conditions, evictions, admission."""
 
     def run() -> None:
         from kubesched.kubelet.command import node_pressure_command, node_pressure_table
@@ -236,10 +401,11 @@ def node_pressure_cmd(kubelet_config: str, snapshot: str | None, timeline: str |
     _run(run)
 
 
-@main_group.command("qos")
+@command(main_group, "qos", short="QoS class and oom_score_adj of every pod",
+         examples=["kubesched qos --snapshot examples/kubelet/snapshot.yaml"], doc="docs/kubelet.md")
 @click.option("--snapshot", required=True, type=click.Path(), help="pods (and their nodes)")
 @NOW
-@OUTPUT
+@output_option
 def qos_cmd(snapshot: str, now: str | None, output: str) -> None:
     """QoS class and oom_score_adj of every pod."""
 
@@ -247,33 +413,6 @@ def qos_cmd(snapshot: str, now: str | None, output: str) -> None:
         from kubesched.kubelet.command import qos_command, qos_table
 
         emit(output, qos_command(snapshot=snapshot), qos_table)
-
-    _run(run)
-
-
-# ---------------------------------------------------------------- simulate
-
-
-@main_group.command("simulate")
-@click.argument("scenario", type=click.Path())
-@click.option("--variant", "variants", multiple=True, metavar="NAME=FILE",
-              help="run the scenario also under this scheduler config / descheduler policy / kubelet config "
-                   "(a file of those documents or a kubesched.io Variant; repeatable)")
-@click.option("--out", type=click.Path(), default=None, help="folder for the results and report.html")
-@click.option("--json", "as_json", is_flag=True, help="print the results as one JSON document")
-@click.option("--jobs", type=click.IntRange(min=1), default=None, help="parallel processes (default: one per variant)")
-@click.option("--seed", type=int, default=None, help="override the scenario's seed")
-@click.option("--duration", default=None, metavar="DURATION", help="override the scenario's duration (e.g. 2h)")
-@click.option("--no-html", "no_html", is_flag=True, help="do not write report.html")
-@click.option("--progress/--no-progress", default=None, help="progress bars on stderr (default: when a terminal)")
-def simulate_cmd(scenario: str, variants: tuple[str, ...], out: str | None, as_json: bool, jobs: int | None,
-                 seed: int | None, duration: str | None, no_html: bool, progress: bool | None) -> None:
-    """Simulate the closed loop (scheduler, kubelets, descheduler, usage) and compare variants."""
-
-    def run() -> None:
-        from kubesched.sim.command import simulate_command
-
-        simulate_command(scenario, variants, out, as_json, jobs, seed, duration, not no_html, progress)
 
     _run(run)
 
@@ -290,6 +429,9 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as e:
         click.echo(f"error: {e.render()}", err=True)
         return 2
+    except RuntimeFailure as e:
+        click.echo(f"error: {e}", err=True)
+        return 1
     except SystemExit as e:
         return int(e.code or 0) if isinstance(e.code, int) else 1
     return 0

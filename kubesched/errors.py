@@ -1,4 +1,4 @@
-"""The one error type for bad input: the CLI prints it on one line and exits with code 2."""
+"""The error types the CLI turns into one line: InputError (bad input, exit 2) and RuntimeFailure (exit 1)."""
 
 from __future__ import annotations
 
@@ -32,3 +32,8 @@ class InputError(Exception):
         if field_prefix:
             field = f"{field_prefix}.{field}" if field else field_prefix
         return InputError(self.message, file=self.file or file, obj=self.obj or obj, field=field)
+
+
+class RuntimeFailure(Exception):
+    """The input was fine but the run could not be done (a server unreachable, a needed program missing):
+    the CLI prints it on one line and exits with code 1."""

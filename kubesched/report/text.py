@@ -1,11 +1,20 @@
-"""Readable tables for the terminal (rich)."""
+"""Readable tables for the terminal (rich): explain, schedule, capacity, and the simulation comparison.
+
+Numbers print the way they are meant: counts as integers, shares as percentages, durations as durations;
+lines are kept under 80 columns where a terminal may be that narrow.
+"""
 
 from __future__ import annotations
 
+import math
+import sys
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+
+from kubesched.sim.runner import TABLE_ROWS
+from kubesched.sim.units import format_duration
 
 console = Console()
 
@@ -27,7 +36,9 @@ def explain_table(data: dict[str, Any], max_node_columns: int = 8) -> None:
         verdicts.add_row(node, "yes" if entry["feasible"] else "[red]no[/red]",
                          "" if entry["total"] is None else str(entry["total"]), "\n".join(fails) or "-")
     console.print(verdicts)
-    shown = [node for node, entry in rows if entry["scores"]][:max_node_columns]
+    # Only feasible nodes are scored, as upstream: a node that failed Filter is no candidate.
+    scored = [node for node, entry in rows if entry["feasible"] and entry["scores"]]
+    shown = scored[:max_node_columns]
     if not shown:
         return
     plugins: list[str] = []
@@ -47,7 +58,7 @@ def explain_table(data: dict[str, Any], max_node_columns: int = 8) -> None:
         scores.add_row(*cells)
     scores.add_row("[bold]total[/bold]", *[str(data["nodes"][n]["total"] or "") for n in shown])
     console.print(scores)
-    if len([1 for _, e in rows if e["scores"]]) > len(shown):
+    if len(scored) > len(shown):
         console.print(f"(scores shown for the best {len(shown)} nodes; -o json has them all)")
 
 
@@ -72,3 +83,65 @@ def capacity_table(data: dict[str, Any]) -> None:
         table.add_row(node, str(n))
     console.print(table)
     console.print(f"[bold]{data['instances']}[/bold] more copies fit. Stopped: {data['reason']}")
+
+
+# ---------------------------------------------------------------- simulate
+
+
+def format_cell(value: Any, kind: str) -> str:
+    """One cell of the comparison: kind is pct, int, minutes, duration or num."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if kind == "pct":
+        return f"{100 * float(value):.1f}%"
+    if kind in ("int", "minutes"):
+        return f"{float(value):,.0f}"
+    if kind == "duration":
+        return format_duration(float(value))
+    if isinstance(value, float):
+        return f"{value:,.0f}" if value.is_integer() else f"{value:,.2f}"
+    return str(value)
+
+
+def comparison_rows(doc: dict[str, Any]) -> list[list[str]]:
+    """The comparison table's rows: a label, then one cell per variant."""
+    return [[label] + [format_cell(v["summary"].get(key), kind) for v in doc["variants"]]
+            for key, label, kind in TABLE_ROWS]
+
+
+def loop_lines(doc: dict[str, Any], per_variant: int = 3) -> list[str]:
+    """Two short lines per eviction loop (at most `per_variant` per variant), each under 80 columns."""
+    out = []
+    for v in doc["variants"]:
+        for f in v["loops"][:per_variant]:
+            out.append(f"[yellow]eviction loop[/yellow] in {v['name']}: {f['workload']}")
+            out.append(f"  {f['episodes']} episode(s), {f['loopingEvictions']} looping eviction(s): "
+                       f"placed back {f['placedBack']}×, evicted again {f['evictedAgain']}×")
+        if len(v["loops"]) > per_variant:
+            out.append(f"  … and {len(v['loops']) - per_variant} more in {v['name']} (see the report)")
+    return out
+
+
+def simulation_table(doc: dict[str, Any]) -> None:
+    """The side-by-side comparison of the variants, the loops found, and the files written."""
+    out = Console() if sys.stdout.isatty() else Console(width=max(120, 40 + 16 * len(doc["variants"])))
+    table = Table(title=f"{doc['scenario']}: {len(doc['variants'])} variant(s), seed {doc['seed']}, "
+                        f"{format_duration(doc['duration'])} simulated")
+    table.add_column("metric")
+    for v in doc["variants"]:
+        table.add_column(v["name"], justify="right")
+    for row in comparison_rows(doc):
+        table.add_row(*row)
+    out.print(table)
+    for line in loop_lines(doc):
+        out.print(line, soft_wrap=True)
+    files = doc.get("files")
+    if files:
+        out.print(f"results: {files['summary']}", soft_wrap=True)
+        out.print(f"         {files['comparison']}", soft_wrap=True)
+        if files.get("report"):
+            out.print(f"report:  {files['report']}  (open it in a browser)", soft_wrap=True)
+        if files.get("figures"):
+            out.print(f"figures: {len(files['figures'])} file(s) in {files['figuresDir']}", soft_wrap=True)
+    else:
+        out.print("Nothing was written: add --out DIR for report.html and the CSV files.", soft_wrap=True)

@@ -1382,6 +1382,7 @@ class Engine:
                 if res in self._arrived:
                     allocation[f"{res}_arrived"] = self._arrived[res] / total
         self.rec.record(self.t, cpu, mem, req, len(self.sched.queue), int(self.slot_live.sum()), allocation)
+        self.rec.record_node_requests(table.requested, table.alloc, table.column, self._row_of_nid, self._trace_resources)
         if self.progress is not None:
             self.progress(min(1.0, self.t / self.s.duration))
         nxt = self.t + self.rec.interval
