@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
+import plotly.io as pio
 from plotly.subplots import make_subplots
 
 from kubesched.errors import RuntimeFailure
@@ -458,19 +459,18 @@ def export_charts(charts: Iterable[Chart], folder: str | Path, formats: Sequence
             os.environ["BROWSER_PATH"] = found
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
-    written: list[Path] = []
-    for chart in charts:
-        if chart.figure is None:
-            continue
-        for f in formats:
-            path = out / f"{chart.id}.{f}"
-            try:
-                chart.figure.write_image(str(path), format=f, width=chart.width, height=chart.height, scale=scale)
-            except Exception as e:  # Kaleido's errors for a missing or failing browser have no common base
-                raise RuntimeFailure(f"cannot save {path}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-                                     " (Kaleido needs Chrome or Chromium; set BROWSER_PATH)") from None
-            written.append(path)
-    return written
+    jobs = [(chart, out / f"{chart.id}.{f}", f) for chart in charts if chart.figure is not None for f in formats]
+    if not jobs:
+        return []
+    try:
+        # One browser session for every file (a session per file costs seconds each).
+        pio.write_images([c.figure for c, _, _ in jobs], [str(p) for _, p, _ in jobs], format=[f for _, _, f in jobs],
+                         width=[c.width for c, _, _ in jobs], height=[c.height for c, _, _ in jobs], scale=scale)
+    except Exception as e:  # Kaleido's errors for a missing or failing browser have no common base
+        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        raise RuntimeFailure(f"cannot save figures in {out}: {type(e).__name__}: {first} (Kaleido needs Chrome or "
+                             "Chromium; set BROWSER_PATH)") from None
+    return [p for _, p, _ in jobs]
 
 
 # ---------------------------------------------------------------- small helpers
