@@ -7,8 +7,8 @@ Conventions every command follows (new commands get them from the helpers here):
   (at most 60 characters, so the list is never truncated in an 80-column terminal).
 - `@output_option` adds `-o/--output table|json|yaml`; `emit(output, data, table)` prints `data` as one
   JSON or YAML document on stdout, or calls `table(data)` for people.
-- `_run(fn)` turns `InputError` into one line on stderr and exit 2, `RuntimeFailure` into one line and
-  exit 1; nothing is written on stdout unless the command succeeded.
+- `run_command(fn)` (`_run` here) turns `InputError` into one line on stderr and exit 2, `RuntimeFailure`
+  into one line and exit 1; nothing is written on stdout unless the command succeeded.
 - `@NOW` (`--now RFC3339`, the clock) and `@SEED` (`--seed`, the tie-breaking RNG) where time or ties matter.
 """
 
@@ -112,6 +112,10 @@ def _run(fn: Callable[[], None]) -> None:
     except RuntimeFailure as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(1)
+
+
+# The public name for commands defined outside this module.
+run_command = _run
 
 
 class _Group(click.Group):
