@@ -27,14 +27,16 @@ CHARTS_JS = """() => Array.from(document.querySelectorAll('figure.chart')).map(f
   const div = f.querySelector('.js-plotly-plot');
   const box = el => { if (!el) return null; const r = el.getBoundingClientRect();
                       return {l: r.left, r: r.right, t: r.top, b: r.bottom, w: r.width, h: r.height}; };
+  const titles = (d, re) => d ? Array.from(d.querySelectorAll('[class$="title"]'))
+      .filter(e => re.test(e.getAttribute('class'))).map(e => e.textContent) : [];
   return {
     id: f.dataset.chart,
     plotly: !!div,
     data: div && div.data ? div.data.length : 0,
     drawn: div ? div.querySelectorAll('.cartesianlayer .trace, .cartesianlayer .hm').length : 0,
     box: box(div),
-    xtitles: div ? Array.from(div.querySelectorAll('[class$="title"]')).filter(e => /^x\\d*title$/.test(e.getAttribute('class'))).map(e => e.textContent) : [],
-    ytitles: div ? Array.from(div.querySelectorAll('[class$="title"]')).filter(e => /^y\\d*title$/.test(e.getAttribute('class'))).map(e => e.textContent) : [],
+    xtitles: titles(div, /^x\\d*title$/),
+    ytitles: titles(div, /^y\\d*title$/),
     colorbar: div ? Array.from(div.querySelectorAll('.colorbar .cbtitle')).map(e => e.textContent) : [],
     showlegend: div ? !!div._fullLayout.showlegend : false,
     legend: box(div && div.querySelector('.legend')),
@@ -93,7 +95,7 @@ def test_report_renders_in_chromium(example: str, reports: dict[str, Path], tmp_
         # Every trace Plotly was given is drawn (heatmaps, lines, bars, areas), at a visible size.
         assert c["drawn"] >= 1 and c["box"]["w"] > 300 and c["box"]["h"] > 150, c
         assert c["xtitles"] and all(t.strip() for t in c["xtitles"]), c
-        assert (c["ytitles"] and all(t.strip() for t in c["ytitles"])) or c["id"].startswith("summary-"), c
+        assert c["ytitles"] and all(t.strip() for t in c["ytitles"]), c
         if c["showlegend"]:
             # Legends sit outside every plot area.
             for a in c["areas"]:

@@ -321,7 +321,7 @@ def line_chart(chart_id: str, title: str, lines: Sequence[Line], *, y_title: str
 def bar_chart(chart_id: str, title: str, categories: Sequence[str], stacks: Mapping[str, Sequence[float]], *,
               value_title: str, value_format: Format = COUNT, colours: Mapping[str, str] | None = None,
               category_colours: Mapping[str, str] | None = None, empty: str | None = None, caption: str = "",
-              category_title: str = "") -> Chart:
+              category_title: str = "variant") -> Chart:
     """Horizontal bars, one per category (e.g. a variant), stacked by the keys of `stacks` (e.g. the
     evicting component). With a single stack, `category_colours` colours each bar by its category."""
     if empty is not None and is_empty(stacks.values()):
@@ -380,8 +380,8 @@ def heatmap_chart(chart_id: str, title: str, panels: Sequence[tuple[str, np.ndar
                         subplot_titles=[s for s, _ in panels])
     if threshold is not None:
         top = zmax if zmax is not None else 1.5 * threshold
-        scale = [[min(1.0, f * threshold / top), c] for f, c in HEAT_STOPS if f * threshold <= top]
-        if scale[-1][0] < 1.0:
+        scale: list[list[Any]] = [[min(1.0, f * threshold / top), c] for f, c in HEAT_STOPS if f * threshold <= top]
+        if float(scale[-1][0]) < 1.0:
             scale.append([1.0, HEAT_STOPS[-1][1]])
         cmin, cmax = 0.0, top
     else:

@@ -105,8 +105,10 @@ def build_report(run: SimulationRun) -> Page:
     page.heading("At a glance", anchor="glance")
     glance = summary_charts(results, colours)
     for res in extended_resources(results):
-        glance.append(resource_summary_chart(res, results))
-    page.grid([c for c in glance if c is not None])
+        chart = resource_summary_chart(res, results)
+        if chart is not None:
+            glance.append(chart)
+    page.grid(glance)
 
     page.heading("Comparison", anchor="comparison-table")
     _comparison_table(page, results, colours)
@@ -343,10 +345,10 @@ def resource_charts(res: str, results: list[dict[str, Any]], style: Any, scale: 
         caption=f"Only nodes with {res} to offer; idle nodes are hidden (click “{BANDS[0][0]}” to show them). "
                 "Packing fills few nodes; spreading leaves many partly used — fragments a large pod cannot use."))
     t0 = per_node[0][1]
-    same_times = all(len(t) == len(t0) for _, t, _ in per_node)
-    if same_times:
+    # One heatmap with a panel per variant needs the same records and nodes in each.
+    if all(m.shape == per_node[0][2].shape for _, _, m in per_node):
         names = results[0]["node_names"]
-        has = np.isfinite(np.stack([m for _, _, m in per_node])).any(axis=(0, 1))
+        has = np.asarray(np.isfinite(np.stack([m for _, _, m in per_node])).any(axis=(0, 1)))
         cols = [i for i in range(min(len(names), per_node[0][2].shape[1])) if has[i]]
         charts.append(heatmap_chart(
             f"heatmap-{slug}", f"{res} requested per node", [(name, m[:, cols]) for name, _, m in per_node], t0,
