@@ -230,8 +230,8 @@ def simulate_cmd(scenario: str, variants: tuple[str, ...], out: str | None, figu
     """
 
     def run() -> None:
+        from kubesched.report.comparison import simulation_table
         from kubesched.report.simulation import write_report
-        from kubesched.report.text import simulation_table
         from kubesched.sim.command import simulate_command
 
         formats = _figure_formats(figures)

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from kubesched.report.comparison import format_cell
 from kubesched.report.figures import (
     COUNT,
     MINUTES,
@@ -39,7 +40,6 @@ from kubesched.report.figures import (
     styles,
 )
 from kubesched.report.html import Page, esc
-from kubesched.report.text import format_cell
 from kubesched.sim.runner import TABLE_ROWS, SimulationRun
 from kubesched.sim.units import format_duration
 
