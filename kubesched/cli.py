@@ -193,7 +193,7 @@ def _find_pod(sched: Any, key: str) -> Any:
          examples=["kubesched simulate examples/hotspots/scenario.yaml --out out/hotspots",
                    "kubesched simulate examples/hotspots/scenario.yaml --duration 2h -o json",
                    "kubesched simulate examples/hotspots/scenario.yaml --variant packing=examples/cluster/bin-packing.yaml "
-                   "--out out/packing --figures png,svg"],
+                   "--out out/packing"],
          doc="docs/simulator.md")
 @click.argument("scenario", type=click.Path())
 @click.option("--variant", "variants", multiple=True, metavar="NAME=FILE",

@@ -52,16 +52,34 @@ def loop_lines(doc: dict[str, Any], per_variant: int = 3) -> list[str]:
 
 
 def simulation_table(doc: dict[str, Any]) -> None:
-    """The side-by-side comparison of the variants, the loops found, and the files written."""
+    """The side-by-side comparison of the variants, the loops found, and the files written.
+
+    In a terminal too narrow for every variant, the variants are split over several tables (metric labels
+    and numbers never wrap)."""
     out = Console() if sys.stdout.isatty() else Console(width=max(120, 40 + 16 * len(doc["variants"])))
-    table = Table(title=f"{doc['scenario']}: {len(doc['variants'])} variant(s), seed {doc['seed']}, "
-                        f"{format_duration(doc['duration'])} simulated")
-    table.add_column("metric")
-    for v in doc["variants"]:
-        table.add_column(v["name"], justify="right")
-    for row in comparison_rows(doc):
-        table.add_row(*row)
-    out.print(table)
+    rows = comparison_rows(doc)
+    label_width = max(len(r[0]) for r in rows)
+    widths = [max(len(v["name"]), *(len(r[i + 1]) for r in rows)) for i, v in enumerate(doc["variants"])]
+    room = out.width - (label_width + 4)
+    chunks: list[list[int]] = [[]]
+    used = 0
+    for i, w in enumerate(widths):
+        if chunks[-1] and used + w + 3 > room:
+            chunks.append([])
+            used = 0
+        chunks[-1].append(i)
+        used += w + 3
+    title = (f"{doc['scenario']}: {len(doc['variants'])} variant(s), seed {doc['seed']}, "
+             f"{format_duration(doc['duration'])} simulated")
+    for n, chunk in enumerate(chunks):
+        part = f" ({chunk[0] + 1}–{chunk[-1] + 1} of {len(widths)})" if len(chunks) > 1 else ""
+        table = Table(title=title + part if n == 0 else f"variants {chunk[0] + 1}–{chunk[-1] + 1} of {len(widths)}")
+        table.add_column("metric", no_wrap=True)
+        for i in chunk:
+            table.add_column(doc["variants"][i]["name"], justify="right", no_wrap=True)
+        for r in rows:
+            table.add_row(r[0], *(r[i + 1] for i in chunk))
+        out.print(table)
     for line in loop_lines(doc):
         out.print(line, soft_wrap=True)
     files = doc.get("files")
