@@ -164,3 +164,19 @@ def test_cli_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert ".0" not in row
     wait = next(line for line in out.splitlines() if "scheduling wait, p95" in line)
     assert "0s" in wait and "0.0" not in wait
+
+
+def test_table_fits_an_80_column_terminal(runs: dict[str, Any], capsys: pytest.CaptureFixture[str],
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Too many variants for 80 columns: several tables, no line longer, labels and numbers whole."""
+    from kubesched.report.comparison import simulation_table
+
+    monkeypatch.setenv("COLUMNS", "80")
+    doc = dict(runs["a"], variants=runs["a"]["variants"] * 2)  # six columns of numbers
+    doc.pop("files")  # file paths are as long as they are
+    simulation_table(doc)
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 80
+    assert "variants 4–6 of 6" in out
+    assert out.count("│ CPU spread: std (mean over time) │") == 2
+    assert out.count("eviction loop in mistuned: Deployment/default/api") == 2

@@ -7,6 +7,7 @@ durations as durations; lines are kept under 80 columns where a terminal may be 
 from __future__ import annotations
 
 import math
+import os
 import sys
 from typing import Any
 
@@ -56,7 +57,8 @@ def simulation_table(doc: dict[str, Any]) -> None:
 
     In a terminal too narrow for every variant, the variants are split over several tables (metric labels
     and numbers never wrap)."""
-    out = Console() if sys.stdout.isatty() else Console(width=max(120, 40 + 16 * len(doc["variants"])))
+    out = Console() if sys.stdout.isatty() or "COLUMNS" in os.environ else \
+        Console(width=max(120, 40 + 16 * len(doc["variants"])))
     rows = comparison_rows(doc)
     label_width = max(len(r[0]) for r in rows)
     widths = [max(len(v["name"]), *(len(r[i + 1]) for r in rows)) for i, v in enumerate(doc["variants"])]
