@@ -37,3 +37,8 @@ class InputError(Exception):
 class RuntimeFailure(Exception):
     """The input was fine but the run could not be done (a server unreachable, a needed program missing):
     the CLI prints it on one line and exits with code 1."""
+
+
+class RemoteError(RuntimeFailure):
+    """A server the command talks to (an API server, Prometheus) could not be reached or failed while the
+    command ran: the CLI prints the one-line message and exits with code 1."""

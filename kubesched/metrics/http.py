@@ -9,7 +9,7 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
-from kubesched.errors import InputError, RuntimeFailure
+from kubesched.errors import InputError, RemoteError
 
 DEFAULT_TIMEOUT_SECONDS = 10.0
 _LOOPBACK = ("localhost", "127.0.0.1", "::1")
@@ -55,7 +55,7 @@ def get_json(url: str, *, params: dict[str, str] | None = None, token: str | Non
     except (urllib.error.URLError, OSError) as e:
         # The address is well formed but nothing answered: a runtime failure (exit 1), not bad input.
         reason = getattr(e, "reason", e)
-        raise RuntimeFailure(f"{what}: cannot GET {full}: {reason}") from None
+        raise RemoteError(f"{what}: cannot GET {full}: {reason}") from None
     try:
         return json.loads(body)
     except json.JSONDecodeError as e:
