@@ -181,10 +181,10 @@ def _fmt(v: float | None) -> str:
 
 
 def deschedule_table(data: dict[str, Any]) -> None:
+    from rich.console import Console
     from rich.table import Table
 
-    from kubesched.report.text import console
-
+    console = Console()
     if data.get("skipped"):
         console.print(f"[yellow]{data['skipped']}[/yellow]")
     for err in data.get("errors") or []:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,8 @@ from kubesched.sim.units import parse_duration
 def capture_command(*, kubeconfig: str | None, context: str | None, out: str, fmt: str, prometheus: str | None,
                     prometheus_token_file: str | None, since: str, step: str, queries: dict[str, str | None],
                     max_points: int, page_size: int, request_timeout: str, max_retries: int, duration: str, now: str | None,
-                    tables: str, progress: bool | None, as_json: bool) -> None:
+                    tables: str, progress: bool | None) -> dict[str, Any]:
+    """Capture the cluster into `out`; returns the summary (the CLI prints it with -o or as a table)."""
     since_s = parse_duration(since, "--since", allow_zero=False)
     step_s = parse_duration(step, "--step", allow_zero=False)
     if step_s > since_s:
@@ -67,7 +67,8 @@ def capture_command(*, kubeconfig: str | None, context: str | None, out: str, fm
     data: dict[str, Any] = summary(result)
     data["requests"] = client.requests
     data["retries"] = client.retries
-    if as_json:
-        sys.stdout.write(json.dumps(data, indent=2) + "\n")
-    else:
-        summary_table(data, click.echo)
+    return data
+
+
+def capture_table(data: dict[str, Any]) -> None:
+    summary_table(data, click.echo)

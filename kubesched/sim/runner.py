@@ -2,7 +2,9 @@
 
 Every variant runs in its own process from the scenario file (the same seed, the same usage for the same
 replicas), writes its results under `<out>/variants/<name>/`, and returns its summary and series; the
-parent writes `summary.json`, `comparison.csv` and the self-contained `report.html`.
+parent writes `summary.json` and `comparison.csv`. `run_simulation` returns everything a report needs
+(`SimulationRun`); the HTML report is drawn from it by the report layer (`kubesched.report.simulation`),
+which this module does not import.
 """
 
 from __future__ import annotations
@@ -12,10 +14,9 @@ import multiprocessing as mp
 import os
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from kubesched.errors import InputError
 from kubesched.sim.scenario import Scenario, VariantSpec, load_scenario, load_variant_file
@@ -27,10 +28,12 @@ TABLE_ROWS: list[tuple[str, str, str]] = [
     ("cpuRangeMean", "CPU spread: max − min (mean)", "pct"),
     ("cpuSpreadStdFinal", "CPU spread: std at the end", "pct"),
     ("cpuMaxPeak", "hottest node, peak", "pct"),
-    ("hotNodeMinutes", "hot-node minutes", "num"),
+    ("hotNodeMinutes", "hot-node minutes", "minutes"),
     ("memSpreadStdMean", "memory spread: std (mean)", "pct"),
     ("pendingMax", "pending pods, max", "int"),
-    ("schedulingLatencyP95", "scheduling latency p95 (s)", "num"),
+    ("podsWaited", "pods that waited to be scheduled", "int"),
+    ("schedulingLatencyP95", "scheduling wait, p95", "duration"),
+    ("schedulingLatencyMax", "scheduling wait, max", "duration"),
     ("podsScheduled", "pods scheduled", "int"),
     ("evictions", "evictions", "int"),
     ("deschedulerEvictions", "  by the descheduler", "int"),
@@ -156,6 +159,7 @@ def collect(result: Any, s: Scenario) -> dict[str, Any]:
         "node_cpu": rec.matrix(rec.node_cpu),
         "node_mem": rec.matrix(rec.node_mem),
         "node_cpu_req": rec.matrix(rec.node_cpu_req),
+        "node_requested": {res: rec.matrix(rows) for res, rows in rec.node_requested.items()},
         "evictions": [dataclasses.asdict(e) for e in rec.evictions],
         "bindings": [dataclasses.asdict(b) for b in rec.bindings],
         "oom_kills": list(rec.oom_kills),
@@ -168,10 +172,22 @@ def collect(result: Any, s: Scenario) -> dict[str, Any]:
 # ---------------------------------------------------------------- all variants
 
 
-def simulate(scenario_path: str, cli_variants: list[str], out_dir: str | None, jobs: int | None = None,
-             overrides: dict[str, Any] | None = None, html: bool = True,
-             on_progress: Callable[[str, float], None] | None = None) -> dict[str, Any]:
-    """Run every variant and write the comparison; returns the JSON document `--json` prints."""
+@dataclass(slots=True)
+class SimulationRun:
+    """One `kubesched simulate`: the scenario, its variants, each variant's results (summary, series,
+    per-node matrices, events: what `collect` returns), and `doc`, the JSON document the CLI prints."""
+
+    scenario: Scenario
+    variants: list[VariantSpec]
+    results: list[dict[str, Any]]
+    doc: dict[str, Any]
+    out: Path | None
+
+
+def run_simulation(scenario_path: str, cli_variants: list[str], out_dir: str | None, jobs: int | None = None,
+                   overrides: dict[str, Any] | None = None,
+                   on_progress: Callable[[str, float], None] | None = None) -> SimulationRun:
+    """Run every variant; with `out_dir`, write the per-variant files, summary.json and comparison.csv."""
     from kubesched.sim.output import have_pyarrow, json_dump, write_csv
 
     s = apply_overrides(load_scenario(scenario_path), overrides or {})
@@ -187,7 +203,7 @@ def simulate(scenario_path: str, cli_variants: list[str], out_dir: str | None, j
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
     results = _run_all(scenario_path, variants, str(out) if out else None, parquet, overrides or {}, jobs, on_progress)
-    doc = {
+    doc: dict[str, Any] = {
         "scenario": s.name,
         "seed": s.seed,
         "duration": s.duration,
@@ -199,15 +215,18 @@ def simulate(scenario_path: str, cli_variants: list[str], out_dir: str | None, j
         header = ["metric"] + [r["variant"] for r in results]
         rows = [[key] + [r["summary"].get(key) for r in results] for key, _, _ in TABLE_ROWS]
         write_csv(out / "comparison.csv", header, rows)
-        if html:
-            from kubesched.report.html import render_report
-
-            (out / "report.html").write_text(render_report(s, variants, results))
         doc["files"] = {"summary": str(out / "summary.json"), "comparison": str(out / "comparison.csv"),
-                        "report": str(out / "report.html") if html else None,
+                        "report": None,
                         "variants": {r["variant"]: str(out / "variants" / r["variant"]) for r in results},
                         "parquet": parquet}
-    return doc
+    return SimulationRun(s, variants, results, doc, out)
+
+
+def simulate(scenario_path: str, cli_variants: list[str], out_dir: str | None, jobs: int | None = None,
+             overrides: dict[str, Any] | None = None,
+             on_progress: Callable[[str, float], None] | None = None) -> dict[str, Any]:
+    """Run every variant and write the comparison (no HTML report); returns the JSON document the CLI prints."""
+    return run_simulation(scenario_path, cli_variants, out_dir, jobs, overrides, on_progress).doc
 
 
 def _description(v: VariantSpec) -> str:
@@ -264,22 +283,3 @@ class _ListQueue:
     def put(self, item: tuple[str, float]) -> None:
         if self.cb is not None:
             self.cb(*item)
-
-
-def format_cell(value: Any, kind: str) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float) and np.isnan(value):
-        return "-"
-    if kind == "pct":
-        return f"{100 * float(value):.1f}%"
-    if kind == "int":
-        return str(int(value))
-    return f"{float(value):.1f}" if isinstance(value, float) else str(value)
-
-
-def comparison_rows(doc: dict[str, Any]) -> list[list[str]]:
-    rows = []
-    for key, label, kind in TABLE_ROWS:
-        rows.append([label] + [format_cell(v["summary"].get(key), kind) for v in doc["variants"]])
-    return rows

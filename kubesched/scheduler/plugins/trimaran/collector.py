@@ -33,7 +33,7 @@ import numpy as np
 
 from kubesched.api.objects import Node
 from kubesched.cluster.state import ClusterState
-from kubesched.errors import InputError
+from kubesched.errors import InputError, RuntimeFailure
 from kubesched.metrics.base import (
     CPU_TYPE,
     MEMORY_TYPE,
@@ -176,7 +176,7 @@ class Collector:
             try:
                 self._metrics = self.source.fetch(self.now())
                 self._version += 1
-            except InputError as e:
+            except (InputError, RuntimeFailure) as e:
                 # Upstream logs and keeps what it had; the run goes on.
                 print(f"warning: {self.plugin}: unable to update metrics from {self.source.describe()}: {e}",
                       file=sys.stderr)
