@@ -81,14 +81,14 @@ def main() -> None:
     gc.freeze()
     pe = PodEvictor(cluster)
     handle = Handle(cluster=cluster, evictor=None, now=datetime(2024, 1, 2, tzinfo=UTC), profile="bench")  # type: ignore[arg-type]
-    de = DefaultEvictor({}, handle)
+    de = DefaultEvictor(DefaultEvictor.Args(), handle)
     handle.evictor = ProfileEvictor("bench", pe, [de], [de])
     nodes = list(cluster.nodes.values())
     total = 0.0
     for cls in (RemoveDuplicates, RemovePodsViolatingTopologySpreadConstraint):
         before = len(pe.records)
         t = time.process_time()
-        cls(dict(cls.default_args()), handle).balance(nodes)
+        cls(cls.Args(), handle).balance(nodes)
         dt = time.process_time() - t
         total += dt
         print(f"{cls.name}: {dt:.3f}s CPU, {len(pe.records) - before} evictions")

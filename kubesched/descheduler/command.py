@@ -58,16 +58,17 @@ def _utilization(cluster: Any, nodes: list[Node], removed: dict[str, list[Any]])
 def deschedule_command(snapshot: str, policy: str, metrics: str | None, min_ready_nodes: int,
                        scheduler_config: str | None, now: datetime, seed: int,
                        enforce_pdbs: bool = False) -> dict[str, Any]:
+    from kubesched.api.selectors import parse_label_selector_string
     from kubesched.api.snapshot import load_snapshot
     from kubesched.cluster.state import ClusterState
     from kubesched.config.descheduler_policy import load_descheduler_policy
     from kubesched.descheduler.descheduler import Descheduler
     from kubesched.descheduler.metricscollector import MetricsCollector, read_metrics_objects
-    from kubesched.descheduler.nodeutil import parse_label_selector_string
+    from kubesched.descheduler.registry import default_registry
 
     if min_ready_nodes < 0:
         raise InputError(f"expected a non-negative number, got {min_ready_nodes}", field="--min-ready-nodes")
-    pol = load_descheduler_policy(policy)
+    pol = load_descheduler_policy(policy, default_registry())
     snap = load_snapshot(snapshot)
     cluster = ClusterState.from_snapshot(snap)
     metric_objects: list[dict[str, Any]] = []

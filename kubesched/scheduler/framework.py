@@ -21,6 +21,7 @@ from kubesched.api.snapshot import Snapshot
 from kubesched.client.inprocess import InProcessAPIServer
 from kubesched.client.interface import Client
 from kubesched.cluster.state import ClusterState, NodeInfo
+from kubesched.config.plugin_args import NoArgs, PluginArgs
 from kubesched.metrics.base import Metrics, MetricsFeed, MetricsSource
 from kubesched.scheduler.nominator import Nominator
 
@@ -194,18 +195,27 @@ class Handle:
 
 
 class Plugin:
-    """Base of every scheduler plugin. `args` are the plugin's pluginConfig args (already a dict)."""
+    """Base of every scheduler plugin.
+
+    A plugin with typed args declares `Args` (a PluginArgs subclass); the Framework builds them once from
+    the profile's pluginConfig (`build_args`) and passes them. A plugin without `Args` gets the raw
+    pluginConfig args as a dict.
+    """
 
     name: ClassVar[str] = ""
+    Args: ClassVar[type[PluginArgs] | None] = None
+    args: Any
 
-    def __init__(self, args: dict[str, Any] | None, handle: Handle) -> None:
-        self.args = args or {}
+    def __init__(self, args: Any, handle: Handle) -> None:
+        self.args = args if args is not None else {}
         self.handle = handle
 
     @classmethod
     def default_args(cls) -> dict[str, Any] | None:
-        """Upstream's defaulted args for this plugin, or None when the plugin takes no args."""
-        return None
+        """Upstream's defaulted args for this plugin (from its typed defaults), or None when it takes none."""
+        if cls.Args is None or issubclass(cls.Args, NoArgs):
+            return None
+        return cls.Args().to_raw()
 
     def events_to_register(self) -> list[ClusterEvent]:
         """Cluster events that may make a pod this plugin rejected schedulable again."""

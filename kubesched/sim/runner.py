@@ -73,8 +73,9 @@ def check_variant(s: Scenario, v: VariantSpec) -> None:
     desched = v.descheduler if v.descheduler_set else s.descheduler
     if desched is not None:
         from kubesched.config.descheduler_policy import parse_descheduler_policy
+        from kubesched.descheduler.registry import default_registry
 
-        parse_descheduler_policy(desched.policy.raw, desched.policy.source)
+        parse_descheduler_policy(desched.policy.raw, desched.policy.source, default_registry())
     k = v.kubelet or s.kubelet.config
     if k is not None:
         parse_kubelet_config(k.raw, k.source)
