@@ -52,9 +52,11 @@ def mapping(raw: Any, field: str, *, what: str = "an object", prefix: str = "",
     """An object (None reads as empty)."""
     if raw is None:
         return {}
+    if isinstance(raw, dict):
+        return raw
     if not isinstance(raw, Mapping):
         raise _error(f"{prefix}expected {what}, got {show(raw)}", field)
-    return raw if isinstance(raw, dict) else dict(raw)
+    return dict(raw)
 
 
 def sequence(raw: Any, field: str, *, what: str = "a list", prefix: str = "",
@@ -92,15 +94,21 @@ def boolean(raw: Any, field: str, *, prefix: str = "") -> bool:
 
 
 def integer(raw: Any, field: str, *, lo: int | None = None, hi: int | None = None, bits: int | None = None,
-            what: str | None = None, whole_floats: bool = False, prefix: str = "") -> int:
+            what: str | None = None, whole_floats: bool = False, strings: bool = False, prefix: str = "") -> int:
     """An integer; `bits` bounds it to Go's intN, `lo`/`hi` to a range.
 
-    `whole_floats` accepts 3.0 as 3 (YAML and JSON numbers with a zero fraction). Without `what` the range
-    errors read "expected an integer from 0 to 100, got 120" (or "integer … out of range for int32" for
-    `bits`); with it every error reads "expected <what>, got …".
+    `whole_floats` accepts 3.0 as 3 (YAML and JSON numbers with a zero fraction); `strings` accepts "3" (the
+    object loaders read what kubectl prints leniently). Without `what` the range errors read "expected an
+    integer from 0 to 100, got 120" (or "integer … out of range for int32" for `bits`); with it every error
+    reads "expected <what>, got …".
     """
     if whole_floats and isinstance(raw, float) and raw.is_integer():
         raw = int(raw)
+    if strings and isinstance(raw, str):
+        try:
+            raw = int(raw)
+        except ValueError:
+            raise _error(f"{prefix}expected {what or 'an integer'}, got {raw!r}", field) from None
     if isinstance(raw, bool) or not isinstance(raw, int):
         raise _error(f"{prefix}expected {what or 'an integer'}, got {raw!r}", field)
     if bits is not None and not -(2 ** (bits - 1)) <= raw < 2 ** (bits - 1):
@@ -112,6 +120,11 @@ def integer(raw: Any, field: str, *, lo: int | None = None, hi: int | None = Non
         rng = f"from {lo} to {hi}" if lo is not None and hi is not None else (f">= {lo}" if lo is not None else f"<= {hi}")
         raise _error(f"{prefix}expected an integer {rng}, got {raw}", field)
     return raw
+
+
+def optional_integer(raw: Any, field: str, default: int | None = None, **kw: Any) -> int | None:
+    """`integer`, or `default` when the value is null or absent."""
+    return default if raw is None else integer(raw, field, **kw)
 
 
 def unsigned(raw: Any, field: str, *, prefix: str = "", whole_floats: bool = True) -> int:

@@ -20,7 +20,7 @@ from typing import Any
 from kubesched.api.objects import parse_resource_list, parse_time
 from kubesched.api.quantity import milli_value_of, value_of
 from kubesched.errors import InputError
-from kubesched.metrics.base import Metrics, MetricsSource, NodeUsage, PodUsage, Window, parse_duration
+from kubesched.metrics.base import Metrics, MetricsSource, NodeUsage, PodUsage, Window, parse_window
 from kubesched.metrics.http import get_json
 
 METRICS_GROUP = "metrics.k8s.io"
@@ -64,7 +64,7 @@ def _stamp(obj: dict[str, Any], field: str) -> float | None:
 def _window(raw: Any, end: float | None, field: str) -> Window | None:
     if raw is None or raw == "":
         return None
-    seconds = parse_duration(raw, field)
+    seconds = parse_window(raw, field)
     duration = raw if isinstance(raw, str) else f"{seconds:g}s"
     if end is None:
         return Window(duration)
@@ -132,7 +132,7 @@ def parse_koordinator_node_metric(obj: dict[str, Any]) -> tuple[NodeUsage | None
                 f = f"status.nodeMetric.aggregatedNodeUsages[{i}]"
                 if not isinstance(agg, dict):
                     raise InputError("expected an object with usage and duration", field=f)
-                seconds = parse_duration(agg.get("duration", 0), f"{f}.duration")
+                seconds = parse_window(agg.get("duration", 0), f"{f}.duration")
                 for agg_type, rm in (agg.get("usage") or {}).items():
                     aggregated[(str(agg_type), seconds)] = to_units(_resource_map(rm, f"{f}.usage.{agg_type}"))
             usage = _resource_map(info.get("nodeUsage"), "status.nodeMetric.nodeUsage")

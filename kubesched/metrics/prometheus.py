@@ -32,7 +32,7 @@ from kubesched.metrics.base import (
     MetricsSource,
     NodeUsage,
     Window,
-    parse_duration,
+    parse_window,
 )
 from kubesched.metrics.http import get_json
 
@@ -120,7 +120,7 @@ class PrometheusSource(MetricsSource):
                  include_latest: bool = False) -> None:
         self.client = PrometheusClient(address, token, insecure, ca_file)
         self.window = window
-        self.window_seconds = parse_duration(window, "window")
+        self.window_seconds = parse_window(window, "window")
         if self.window_seconds <= 0:
             raise InputError(f"expected a positive duration, got {window!r}", field="window")
         self.metrics = [(CPU_TYPE, cpu_metric), (MEMORY_TYPE, memory_metric)]
