@@ -248,9 +248,11 @@ def simulate_cmd(scenario: str, variants: tuple[str, ...], out: str | None, as_j
     """Simulate the closed loop (scheduler, kubelets, descheduler, usage) and compare variants."""
 
     def run() -> None:
+        from kubesched.report.html import render_report
         from kubesched.sim.command import simulate_command
 
-        simulate_command(scenario, variants, out, as_json, jobs, seed, duration, not no_html, progress)
+        simulate_command(scenario, variants, out, as_json, jobs, seed, duration, None if no_html else render_report,
+                         progress)
 
     _run(run)
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from kubesched.cli import main
-from kubesched.config.kubelet_config import parse_kubelet_config
 from kubesched.errors import InputError
+from kubesched.kubelet.kubelet_config import parse_kubelet_config
 from kubesched.kubelet.thresholds import ALLOCATABLE_MEMORY_AVAILABLE, MEMORY_AVAILABLE
 
 BASE = {"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration"}

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from kubesched.cli import main
+from kubesched.report.html import render_report
 from kubesched.sim.runner import simulate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,8 +39,8 @@ def short_hotspots(tmp: Path, variants: tuple[str, ...] = KEEP, duration: str = 
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     tmp = tmp_path_factory.mktemp("hotspots")
     scenario = short_hotspots(tmp)
-    a = simulate(str(scenario), [], str(tmp / "a"), jobs=1)
-    b = simulate(str(scenario), [], str(tmp / "b"), jobs=3)
+    a = simulate(str(scenario), [], str(tmp / "a"), jobs=1, html=render_report)
+    b = simulate(str(scenario), [], str(tmp / "b"), jobs=3, html=render_report)
     return {"tmp": tmp, "scenario": scenario, "a": a, "b": b}
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubesched.api import fields
+from kubesched.api.snapshot import read_document
 from kubesched.errors import InputError
 
 API_VERSIONS = ("kubescheduler.config.k8s.io/v1",)
@@ -220,6 +221,4 @@ def _parse(raw: Any, source: str) -> SchedulerConfig:
 def load_scheduler_config(path: str | None) -> SchedulerConfig:
     if path is None:
         return default_config()
-    from kubesched.api.snapshot import read_document
-
     return parse_scheduler_config(read_document(path, KIND), source=path)

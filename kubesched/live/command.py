@@ -10,10 +10,11 @@ from typing import Any
 import click
 
 from kubesched.api.duration import read_duration_seconds
+from kubesched.api.objects import parse_time
 from kubesched.errors import InputError
 from kubesched.live.capture import CaptureOptions, Progress, RichProgress, capture, summary, summary_table
 from kubesched.live.client import KubeClient, RetryPolicy
-from kubesched.live.history import Queries
+from kubesched.live.history import Queries, parquet_available
 
 
 def capture_command(*, kubeconfig: str | None, context: str | None, out: str, fmt: str, prometheus: str | None,
@@ -34,8 +35,6 @@ def capture_command(*, kubeconfig: str | None, context: str | None, out: str, fm
     if prometheus is not None and not prometheus.startswith(("http://", "https://")):
         raise InputError(f"expected the Prometheus server's http(s):// address, got {prometheus!r}", field="--prometheus")
     if tables == "parquet":
-        from kubesched.live.history import parquet_available
-
         if not parquet_available():
             raise InputError("writing Parquet needs pyarrow (pip install 'kubesched[parquet]')", field="--tables")
     token = None
@@ -47,8 +46,6 @@ def capture_command(*, kubeconfig: str | None, context: str | None, out: str, fm
                              field="--prometheus-token-file") from None
     at = None
     if now is not None:
-        from kubesched.api.objects import parse_time
-
         t = parse_time(now, "--now")
         assert t is not None
         at = t.timestamp()

@@ -19,6 +19,7 @@ from typing import Any
 
 from kubesched.api.objects import parse_resource_list, parse_time
 from kubesched.api.quantity import milli_value_of, value_of
+from kubesched.api.snapshot import iter_objects, read_documents
 from kubesched.errors import InputError
 from kubesched.metrics.base import Metrics, MetricsSource, NodeUsage, PodUsage, Window, parse_window
 from kubesched.metrics.http import get_json
@@ -229,8 +230,6 @@ class ObjectsFileSource(MetricsSource):
         self.path = path
 
     def fetch(self, now: datetime) -> Metrics:
-        from kubesched.api.snapshot import iter_objects, read_documents
-
         try:
             return metrics_from_objects(iter_objects(read_documents(self.path), self.path), source=self.path)
         except InputError as e:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from kubesched.api import fields
+from kubesched.api.snapshot import iter_objects, read_documents
 from kubesched.errors import InputError
 from kubesched.metrics.base import Metrics, MetricsSource
 from kubesched.metrics.kubernetes_metrics import MetricsServerSource, is_metrics_object, metrics_from_objects
@@ -101,8 +102,6 @@ def source_from_address(address: str) -> MetricsSource | None:
 
 def metrics_from_documents(docs: list[Any], path: str, now: datetime) -> Metrics:
     """Metrics from the decoded documents of one file."""
-    from kubesched.api.snapshot import iter_objects
-
     if len(docs) == 1 and is_watcher_metrics(docs[0]):
         try:
             return parse_watcher_metrics(docs[0])
@@ -131,6 +130,4 @@ def load_metrics(path: str, now: datetime) -> Metrics:
     source = source_from_address(path)
     if source is not None:
         return source.fetch(now)
-    from kubesched.api.snapshot import read_documents
-
     return metrics_from_documents(read_documents(path), path, now)

@@ -15,6 +15,8 @@ vector holds each node's utilisation in [0, 1] under the `instance` label).
 
 from __future__ import annotations
 
+import base64
+import binascii
 import math
 from dataclasses import dataclass
 from datetime import datetime
@@ -220,9 +222,6 @@ class DeschedulerPrometheusClient:
 
 def secret_token(snapshot: Any, namespace: str, name: str) -> str | None:
     """The `prometheusAuthToken` of a Secret in the snapshot (data is base64, stringData plain)."""
-    import base64
-    import binascii
-
     for o in getattr(snapshot, "others", []):
         meta = o.meta
         if o.kind != "Secret" or meta is None or meta.name != name or meta.namespace != namespace:

@@ -18,7 +18,7 @@ from typing import Any
 
 from kubesched.api import fields
 from kubesched.errors import InputError
-from kubesched.metrics.base import Metric, Metrics, MetricsSource, NodeUsage, Window
+from kubesched.metrics.base import Metric, Metrics, MetricsSource, NodeUsage, Window, watcher_metrics
 from kubesched.metrics.http import get_json
 
 BASE_URL = "/watcher"
@@ -87,8 +87,6 @@ def parse_watcher_metrics(doc: Any, source: str = "load-watcher", captured: bool
 
 def to_watcher_metrics(metrics: Metrics, capacities: dict[str, dict[str, int]] | None = None) -> dict[str, Any]:
     """Metrics as a WatcherMetrics document (absolute usage converted with `capacities` per node)."""
-    from kubesched.metrics.base import watcher_metrics
-
     window = metrics.window or Window()
     nmap: dict[str, Any] = {}
     for name, node in (metrics.nodes or {}).items():

@@ -6,13 +6,16 @@ import json
 import sys
 from typing import Any
 
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from kubesched.sim.runner import HtmlRenderer, comparison_rows, simulate
 from kubesched.sim.units import parse_duration
 
 
 def simulate_command(scenario: str, variants: tuple[str, ...], out: str | None, as_json: bool, jobs: int | None,
-                     seed: int | None, duration: str | None, html: bool, progress: bool | None) -> None:
-    from kubesched.sim.runner import simulate
-
+                     seed: int | None, duration: str | None, html: HtmlRenderer | None, progress: bool | None) -> None:
     overrides: dict[str, Any] = {}
     if seed is not None:
         overrides["seed"] = seed
@@ -22,9 +25,6 @@ def simulate_command(scenario: str, variants: tuple[str, ...], out: str | None, 
     if not show:
         doc = simulate(scenario, list(variants), out, jobs, overrides, html)
     else:
-        from rich.console import Console
-        from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
-
         console = Console(stderr=True)
         with Progress(TextColumn("{task.description:<24}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn(),
                       console=console, transient=False) as bar:
@@ -43,11 +43,6 @@ def simulate_command(scenario: str, variants: tuple[str, ...], out: str | None, 
 
 
 def print_table(doc: dict[str, Any]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    from kubesched.sim.runner import comparison_rows
-
     console = Console() if sys.stdout.isatty() else Console(width=max(120, 40 + 14 * len(doc["variants"])))
     table = Table(title=f"{doc['scenario']}: {len(doc['variants'])} variant(s), seed {doc['seed']}, "
                         f"{doc['duration'] / 3600:g}h simulated")

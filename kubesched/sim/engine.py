@@ -30,9 +30,9 @@ from kubesched.api.snapshot import Snapshot, load_snapshot, parse_objects
 from kubesched.client.simulated import SimulatedAPIServer
 from kubesched.cluster.state import ClusterState
 from kubesched.config.descheduler_policy import DeschedulerPolicy, parse_descheduler_policy
-from kubesched.config.kubelet_config import default_kubelet_config, parse_kubelet_config
 from kubesched.config.scheduler_config import SchedulerConfig, default_config, parse_scheduler_config
 from kubesched.descheduler.registry import default_registry
+from kubesched.kubelet.kubelet_config import default_kubelet_config, parse_kubelet_config
 from kubesched.scheduler.framework import SchedulerServices
 from kubesched.scheduler.scheduler import Scheduler
 from kubesched.sim.context import (

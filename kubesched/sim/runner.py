@@ -17,7 +17,16 @@ from typing import Any
 
 import numpy as np
 
+from kubesched.cluster.state import ClusterState
+from kubesched.config.descheduler_policy import parse_descheduler_policy
+from kubesched.config.scheduler_config import default_config, parse_scheduler_config
+from kubesched.descheduler.registry import default_registry
 from kubesched.errors import InputError
+from kubesched.kubelet.kubelet_config import parse_kubelet_config
+from kubesched.scheduler.framework import SchedulerServices
+from kubesched.scheduler.scheduler import Scheduler
+from kubesched.sim.engine import Engine
+from kubesched.sim.output import have_pyarrow, json_dump, write_csv, write_variant
 from kubesched.sim.scenario import Scenario, VariantSpec, load_scenario, load_variant_file
 
 # What the comparison table shows, in order: (summary key, label, format).
@@ -61,20 +70,11 @@ def resolve_variants(s: Scenario, cli: list[str]) -> list[VariantSpec]:
 
 def check_variant(s: Scenario, v: VariantSpec) -> None:
     """Parse every configuration a variant uses (plugins, args) so that errors show before any run."""
-    from kubesched.cluster.state import ClusterState
-    from kubesched.config.kubelet_config import parse_kubelet_config
-    from kubesched.config.scheduler_config import default_config, parse_scheduler_config
-    from kubesched.scheduler.framework import SchedulerServices
-    from kubesched.scheduler.scheduler import Scheduler
-
     src = v.scheduler or s.scheduler
     cfg = parse_scheduler_config(src.raw, src.source) if src else default_config()
     Scheduler(ClusterState(), cfg, seed=s.seed, services=SchedulerServices(start=s.start))
     desched = v.descheduler if v.descheduler_set else s.descheduler
     if desched is not None:
-        from kubesched.config.descheduler_policy import parse_descheduler_policy
-        from kubesched.descheduler.registry import default_registry
-
         parse_descheduler_policy(desched.policy.raw, desched.policy.source, default_registry())
     k = v.kubelet or s.kubelet.config
     if k is not None:
@@ -94,9 +94,6 @@ def _init_worker(queue: Any) -> None:
 def run_variant(scenario_path: str, variant: VariantSpec, out_dir: str | None, parquet: bool,
                 overrides: dict[str, Any]) -> dict[str, Any]:
     """Run one variant; write its files; return what the comparison and the report need."""
-    from kubesched.sim.engine import Engine
-    from kubesched.sim.output import write_variant
-
     s = load_scenario(scenario_path)
     s = apply_overrides(s, overrides)
     last = [-1.0]
@@ -153,12 +150,16 @@ def collect(result: Any, s: Scenario) -> dict[str, Any]:
 # ---------------------------------------------------------------- all variants
 
 
-def simulate(scenario_path: str, cli_variants: list[str], out_dir: str | None, jobs: int | None = None,
-             overrides: dict[str, Any] | None = None, html: bool = True,
-             on_progress: Callable[[str, float], None] | None = None) -> dict[str, Any]:
-    """Run every variant and write the comparison; returns the JSON document `--json` prints."""
-    from kubesched.sim.output import have_pyarrow, json_dump, write_csv
+# Draws report.html from the scenario, its variants and their results (the report layer's render_report;
+# the simulator does not import the report layer).
+HtmlRenderer = Callable[[Scenario, list[VariantSpec], list[dict[str, Any]]], str]
 
+
+def simulate(scenario_path: str, cli_variants: list[str], out_dir: str | None, jobs: int | None = None,
+             overrides: dict[str, Any] | None = None, html: HtmlRenderer | None = None,
+             on_progress: Callable[[str, float], None] | None = None) -> dict[str, Any]:
+    """Run every variant and write the comparison (and report.html when given `html`); returns the JSON
+    document `--json` prints."""
     s = apply_overrides(load_scenario(scenario_path), overrides or {})
     variants = resolve_variants(s, cli_variants)
     for v in variants:
@@ -184,12 +185,10 @@ def simulate(scenario_path: str, cli_variants: list[str], out_dir: str | None, j
         header = ["metric"] + [r["variant"] for r in results]
         rows = [[key] + [r["summary"].get(key) for r in results] for key, _, _ in TABLE_ROWS]
         write_csv(out / "comparison.csv", header, rows)
-        if html:
-            from kubesched.report.html import render_report
-
-            (out / "report.html").write_text(render_report(s, variants, results))
+        if html is not None:
+            (out / "report.html").write_text(html(s, variants, results))
         doc["files"] = {"summary": str(out / "summary.json"), "comparison": str(out / "comparison.csv"),
-                        "report": str(out / "report.html") if html else None,
+                        "report": str(out / "report.html") if html is not None else None,
                         "variants": {r["variant"]: str(out / "variants" / r["variant"]) for r in results},
                         "parquet": parquet}
     return doc

@@ -17,6 +17,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from kubesched.api.defaulting import SYSTEM_PRIORITY_CLASSES, default_workload
 from kubesched.api.objects import parse_node, parse_time
 from kubesched.api.selectors import LabelSelector, parse_label_selector
 from kubesched.api.snapshot import iter_objects, read_documents
@@ -995,8 +996,6 @@ def parse_scenario(doc: Any, path: str) -> Scenario:
 
 def _check_workloads(workloads: list[WorkloadSpec], cluster: ClusterSpec, file: str) -> None:
     """Workload defaults and validation up front, and PriorityClass names that exist."""
-    from kubesched.api.defaulting import SYSTEM_PRIORITY_CLASSES, default_workload
-
     classes = set(SYSTEM_PRIORITY_CLASSES)
     classes.update(str((o.get("metadata") or {}).get("name")) for o in cluster.objects if o.get("kind") == "PriorityClass")
     if cluster.snapshot:

@@ -43,6 +43,7 @@ from kubesched.cluster.state import ClusterState, NodeInfo
 from kubesched.config.plugin_args import OMITEMPTY, PluginArgs
 from kubesched.errors import InputError
 from kubesched.metrics.base import Metrics, MetricsFeed, absolute_usage, clock_datetime, reference_time
+from kubesched.metrics.kubernetes_metrics import attach_nodes, snapshot_metrics
 from kubesched.scheduler.framework import (
     MAX_NODE_SCORE,
     ClusterEvent,
@@ -415,15 +416,11 @@ class LoadAwareScheduling(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlu
             if isinstance(given, Metrics):
                 self._use(given)
             else:
-                from kubesched.metrics.kubernetes_metrics import snapshot_metrics
-
                 self._use(snapshot_metrics(self.handle.services.snapshot))
         return self._reading
 
     def _use(self, m: Metrics | None) -> None:
         if m is not None:
-            from kubesched.metrics.kubernetes_metrics import attach_nodes
-
             attach_nodes(m, {p.key: p.node_name for p in self.handle.cluster.pods.values() if p.node_name})
         self._reading = m
         self._reading_version += 1

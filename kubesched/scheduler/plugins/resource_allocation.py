@@ -30,6 +30,7 @@ from kubesched.api.resources import (
 )
 from kubesched.cluster.state import ClusterState, NodeInfo, NodeTable
 from kubesched.errors import InputError
+from kubesched.scheduler.plugins.gomath import go_div_array
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,8 +163,6 @@ def _weighted_mean_floor(per: np.ndarray, valid: np.ndarray, weights: np.ndarray
 
 def broken_linear(shape: list[tuple[int, int]], p: np.ndarray) -> np.ndarray:
     """helper.BuildBrokenLinearFunction over an array of utilisations (Go's truncating division)."""
-    from kubesched.scheduler.plugins.gomath import go_div_array
-
     out = np.full(p.shape, shape[-1][1], dtype=np.int64)
     done = np.zeros(p.shape, dtype=bool)
     for i, (u, s) in enumerate(shape):

@@ -23,6 +23,7 @@ import numpy as np
 from kubesched.api import fields
 from kubesched.api.objects import Pod
 from kubesched.cluster.state import ClusterState, NodeInfo
+from kubesched.metrics.base import CPU_TYPE, MEMORY_TYPE, resource_data
 from kubesched.scheduler.framework import MAX_NODE_SCORE, MIN_NODE_SCORE, CycleState, Handle, ScorePlugin, Status
 from kubesched.scheduler.plugins.gomath import go_round_array
 from kubesched.scheduler.plugins.trimaran.collector import TRIMARAN_SPEC_FIELDS, Collector, TrimaranArgs
@@ -98,8 +99,6 @@ class LoadVariationRiskBalancing(ScorePlugin):
         return go_round_array(total).astype(np.int64)
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status]:
-        from kubesched.metrics.base import CPU_TYPE, MEMORY_TYPE, resource_data
-
         metrics, _ = self.collector.node_metrics(node_info.node)
         if metrics is None:
             return MIN_NODE_SCORE, Status()

@@ -15,6 +15,7 @@ from typing import Any
 
 from kubesched.api import fields
 from kubesched.api.duration import format_go_duration, read_duration
+from kubesched.api.snapshot import read_document
 from kubesched.errors import InputError
 from kubesched.kubelet.thresholds import Threshold, parse_threshold_config
 
@@ -213,6 +214,4 @@ def default_kubelet_config() -> KubeletEvictionConfig:
 
 
 def load_kubelet_config(path: str) -> KubeletEvictionConfig:
-    from kubesched.api.snapshot import read_document
-
     return parse_kubelet_config(read_document(path, KIND), source=path)
