@@ -177,9 +177,7 @@ def _parse(raw: Any) -> KubeletEvictionConfig:
         raise InputError("expected a map of feature gate names to true or false", field="featureGates")
     gates: dict[str, bool] = {}
     for k, v in gates_raw.items():
-        if not isinstance(v, bool):
-            raise InputError(f"expected true or false, got {v!r}", field=f"featureGates.{k}")
-        gates[str(k)] = v
+        gates[str(k)] = fields.boolean(v, f"featureGates.{k}")
     thresholds = parse_threshold_config(enforce, hard, soft, grace, reclaim)
     return KubeletEvictionConfig(
         thresholds=thresholds,

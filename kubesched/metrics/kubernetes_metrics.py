@@ -17,6 +17,7 @@ from datetime import datetime
 from fractions import Fraction
 from typing import Any
 
+from kubesched.api import fields
 from kubesched.api.objects import parse_resource_list, parse_time
 from kubesched.api.quantity import milli_value_of, value_of
 from kubesched.api.snapshot import iter_objects, read_documents
@@ -122,9 +123,8 @@ def parse_koordinator_node_metric(obj: dict[str, Any]) -> tuple[NodeUsage | None
         updated = parse_time(status.get("updateTime"), "status.updateTime")
         ts = updated.timestamp() if updated is not None else None
         policy = spec.get("metricCollectPolicy") or {}
-        interval = policy.get("reportIntervalSeconds") if isinstance(policy, dict) else None
-        if interval is not None and (isinstance(interval, bool) or not isinstance(interval, int)):
-            raise InputError(f"expected an integer, got {interval!r}", field="spec.metricCollectPolicy.reportIntervalSeconds")
+        interval = fields.optional_integer(policy.get("reportIntervalSeconds") if isinstance(policy, dict) else None,
+                                           "spec.metricCollectPolicy.reportIntervalSeconds")
         node: NodeUsage | None = None
         info = status.get("nodeMetric")
         if isinstance(info, dict):

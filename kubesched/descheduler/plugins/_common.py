@@ -189,11 +189,11 @@ def terminated_exit_code(pod: Pod, cs: Mapping[str, Any]) -> int | None:
 
 
 def status_int(pod: Pod, v: Any, field: str) -> int:
-    if v is None:
-        return 0
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or (isinstance(v, float) and not v.is_integer()):
-        raise InputError(f"expected an integer, got {v!r}", obj=f"Pod {pod.key}", field=field)
-    return int(v)
+    """An integer of a pod's status (0 when unset)."""
+    try:
+        return fields.optional_integer(v, field, 0, whole_floats=True) or 0
+    except InputError as e:
+        raise e.located(obj=f"Pod {pod.key}") from None
 
 
 def pod_status_reason(pod: Pod) -> str:
