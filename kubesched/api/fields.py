@@ -47,7 +47,11 @@ def _error(message: str, field: str) -> InputError:
 # ---------------------------------------------------------------- containers
 
 
-def mapping(raw: Any, field: str, *, what: str = "an object", prefix: str = "",
+# The readers that loaders call for every object take their options as plain parameters (pass them by
+# name): CPython calls a function with keyword-only defaults on a slower path.
+
+
+def mapping(raw: Any, field: str, what: str = "an object", prefix: str = "",
             show: Callable[[Any], str] = type_name) -> dict[str, Any]:
     """An object (None reads as empty)."""
     if raw is None:
@@ -59,7 +63,7 @@ def mapping(raw: Any, field: str, *, what: str = "an object", prefix: str = "",
     return dict(raw)
 
 
-def sequence(raw: Any, field: str, *, what: str = "a list", prefix: str = "",
+def sequence(raw: Any, field: str, what: str = "a list", prefix: str = "",
              show: Callable[[Any], str] = type_name) -> list[Any]:
     """A list (None reads as empty)."""
     if raw is None:
@@ -93,7 +97,7 @@ def boolean(raw: Any, field: str, *, prefix: str = "") -> bool:
     return raw
 
 
-def integer(raw: Any, field: str, *, lo: int | None = None, hi: int | None = None, bits: int | None = None,
+def integer(raw: Any, field: str, lo: int | None = None, hi: int | None = None, bits: int | None = None,
             what: str | None = None, whole_floats: bool = False, strings: bool = False, prefix: str = "") -> int:
     """An integer; `bits` bounds it to Go's intN, `lo`/`hi` to a range.
 
@@ -102,6 +106,8 @@ def integer(raw: Any, field: str, *, lo: int | None = None, hi: int | None = Non
     integer from 0 to 100, got 120" (or "integer … out of range for int32" for `bits`); with it every error
     reads "expected <what>, got …".
     """
+    if type(raw) is int and bits is None and lo is None and hi is None:
+        return raw  # the common case, kept cheap (object loaders read many)
     if whole_floats and isinstance(raw, float) and raw.is_integer():
         raw = int(raw)
     if strings and isinstance(raw, str):

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from fractions import Fraction
 from typing import Any
 
-from kubesched.api import fields
+from kubesched.api.fields import integer, label_map, mapping, sequence
 from kubesched.api.quantity import parse_quantity
 from kubesched.api.selectors import (
     NOTHING,
@@ -57,12 +57,12 @@ def parse_time(value: Any, field: str) -> datetime | None:
 
 def _int(raw: Any, field: str, default: int | None = None) -> int | None:
     """An integer field of an object (numeric strings too, as kubectl-made documents may carry them)."""
-    return fields.optional_integer(raw, field, default, strings=True)
+    return default if raw is None else integer(raw, field, strings=True)
 
 
 def parse_resource_list(raw: Any, field: str) -> ResourceList:
     out: ResourceList = {}
-    for name, value in fields.mapping(raw, field).items():
+    for name, value in mapping(raw, field).items():
         try:
             out[str(name)] = parse_quantity(value)
         except ValueError as e:
@@ -96,13 +96,13 @@ class OwnerReference:
 
 
 def parse_meta(raw: dict[str, Any], kind: str, namespaced: bool) -> ObjectMeta:
-    meta = fields.mapping(raw.get("metadata"), "metadata")
+    meta = mapping(raw.get("metadata"), "metadata")
     name = meta.get("name")
     if not isinstance(name, str) or not name:
         raise InputError("expected a non-empty name", obj=kind, field="metadata.name")
     namespace = meta.get("namespace") or ("default" if namespaced else "")
     owners = []
-    for i, o in enumerate(fields.sequence(meta.get("ownerReferences"), "metadata.ownerReferences")):
+    for i, o in enumerate(sequence(meta.get("ownerReferences"), "metadata.ownerReferences")):
         if not isinstance(o, dict):
             raise InputError("expected an owner reference object", field=f"metadata.ownerReferences[{i}]")
         owners.append(OwnerReference(kind=str(o.get("kind", "")), name=str(o.get("name", "")),
@@ -112,8 +112,8 @@ def parse_meta(raw: dict[str, Any], kind: str, namespaced: bool) -> ObjectMeta:
         name=name,
         namespace=str(namespace),
         uid=str(meta.get("uid") or f"{namespace}/{name}"),
-        labels=fields.label_map(meta.get("labels"), "metadata.labels"),
-        annotations=fields.label_map(meta.get("annotations"), "metadata.annotations"),
+        labels=label_map(meta.get("labels"), "metadata.labels"),
+        annotations=label_map(meta.get("annotations"), "metadata.annotations"),
         owner_references=owners,
         creation_timestamp=parse_time(meta.get("creationTimestamp"), "metadata.creationTimestamp"),
         deletion_timestamp=parse_time(meta.get("deletionTimestamp"), "metadata.deletionTimestamp"),
@@ -158,7 +158,7 @@ TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 
 def parse_taint(raw: Any, field: str) -> Taint:
-    d = fields.mapping(raw, field)
+    d = mapping(raw, field)
     effect = d.get("effect")
     if effect not in TAINT_EFFECTS:
         raise InputError(f"expected one of {', '.join(TAINT_EFFECTS)}, got {effect!r}", field=f"{field}.effect")
@@ -170,7 +170,7 @@ def parse_taint(raw: Any, field: str) -> Taint:
 
 
 def parse_toleration(raw: Any, field: str) -> Toleration:
-    d = fields.mapping(raw, field)
+    d = mapping(raw, field)
     op = d.get("operator") or ""
     if op not in ("", "Equal", "Exists", "Gt", "Lt"):
         raise InputError(f"expected Equal, Exists, Gt or Lt, got {op!r}", field=f"{field}.operator")
@@ -243,23 +243,23 @@ NO_AFFINITY = Affinity()
 
 
 def _parse_pod_affinity_term(raw: Any, field: str) -> PodAffinityTerm:
-    d = fields.mapping(raw, field)
+    d = mapping(raw, field)
     ns_sel = d.get("namespaceSelector")
     return PodAffinityTerm(
         label_selector=parse_label_selector(d.get("labelSelector"), f"{field}.labelSelector"),
-        namespaces=tuple(str(n) for n in fields.sequence(d.get("namespaces"), f"{field}.namespaces")),
+        namespaces=tuple(str(n) for n in sequence(d.get("namespaces"), f"{field}.namespaces")),
         topology_key=str(d.get("topologyKey") or ""),
         namespace_selector=None if ns_sel is None else parse_label_selector(ns_sel, f"{field}.namespaceSelector"),
-        match_label_keys=tuple(str(k) for k in fields.sequence(d.get("matchLabelKeys"), f"{field}.matchLabelKeys")),
-        mismatch_label_keys=tuple(str(k) for k in fields.sequence(d.get("mismatchLabelKeys"), f"{field}.mismatchLabelKeys")),
+        match_label_keys=tuple(str(k) for k in sequence(d.get("matchLabelKeys"), f"{field}.matchLabelKeys")),
+        mismatch_label_keys=tuple(str(k) for k in sequence(d.get("mismatchLabelKeys"), f"{field}.mismatchLabelKeys")),
     )
 
 
 def _parse_weighted_terms(raw: Any, field: str) -> tuple[WeightedPodAffinityTerm, ...]:
     out = []
-    for i, w in enumerate(fields.sequence(raw, field)):
+    for i, w in enumerate(sequence(raw, field)):
         f = f"{field}[{i}]"
-        wd = fields.mapping(w, f)
+        wd = mapping(w, f)
         out.append(WeightedPodAffinityTerm(_int(wd.get("weight"), f"{f}.weight", 0) or 0,
                                            _parse_pod_affinity_term(wd.get("podAffinityTerm"), f"{f}.podAffinityTerm")))
     return tuple(out)
@@ -268,16 +268,16 @@ def _parse_weighted_terms(raw: Any, field: str) -> tuple[WeightedPodAffinityTerm
 def parse_affinity(raw: Any, field: str) -> Affinity:
     if raw is None:
         return NO_AFFINITY
-    d = fields.mapping(raw, field)
-    na = fields.mapping(d.get("nodeAffinity"), f"{field}.nodeAffinity")
-    pa = fields.mapping(d.get("podAffinity"), f"{field}.podAffinity")
-    paa = fields.mapping(d.get("podAntiAffinity"), f"{field}.podAntiAffinity")
+    d = mapping(raw, field)
+    na = mapping(d.get("nodeAffinity"), f"{field}.nodeAffinity")
+    pa = mapping(d.get("podAffinity"), f"{field}.podAffinity")
+    paa = mapping(d.get("podAntiAffinity"), f"{field}.podAntiAffinity")
     req = na.get("requiredDuringSchedulingIgnoredDuringExecution")
     pref = []
-    for i, p in enumerate(fields.sequence(na.get("preferredDuringSchedulingIgnoredDuringExecution"),
+    for i, p in enumerate(sequence(na.get("preferredDuringSchedulingIgnoredDuringExecution"),
                                 f"{field}.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution")):
         f = f"{field}.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[{i}]"
-        pd = fields.mapping(p, f)
+        pd = mapping(p, f)
         pref.append(PreferredSchedulingTerm(_int(pd.get("weight"), f"{f}.weight", 0) or 0,
                                             parse_node_selector_term(pd.get("preference"), f"{f}.preference")))
     rk = "requiredDuringSchedulingIgnoredDuringExecution"
@@ -286,10 +286,10 @@ def parse_affinity(raw: Any, field: str) -> Affinity:
         node_required=None if req is None else parse_node_selector(req, f"{field}.nodeAffinity.{rk}"),
         node_preferred=tuple(pref),
         pod_affinity_required=tuple(_parse_pod_affinity_term(t, f"{field}.podAffinity.{rk}[{i}]")
-                                    for i, t in enumerate(fields.sequence(pa.get(rk), f"{field}.podAffinity.{rk}"))),
+                                    for i, t in enumerate(sequence(pa.get(rk), f"{field}.podAffinity.{rk}"))),
         pod_affinity_preferred=_parse_weighted_terms(pa.get(pk), f"{field}.podAffinity.{pk}"),
         pod_anti_affinity_required=tuple(_parse_pod_affinity_term(t, f"{field}.podAntiAffinity.{rk}[{i}]")
-                                         for i, t in enumerate(fields.sequence(paa.get(rk), f"{field}.podAntiAffinity.{rk}"))),
+                                         for i, t in enumerate(sequence(paa.get(rk), f"{field}.podAntiAffinity.{rk}"))),
         pod_anti_affinity_preferred=_parse_weighted_terms(paa.get(pk), f"{field}.podAntiAffinity.{pk}"),
     )
 
@@ -310,7 +310,7 @@ class TopologySpreadConstraint:
 
 
 def parse_topology_spread_constraint(raw: Any, field: str) -> TopologySpreadConstraint:
-    d = fields.mapping(raw, field)
+    d = mapping(raw, field)
     wu = d.get("whenUnsatisfiable")
     if wu not in ("DoNotSchedule", "ScheduleAnyway"):
         raise InputError(f"expected DoNotSchedule or ScheduleAnyway, got {wu!r}", field=f"{field}.whenUnsatisfiable")
@@ -331,7 +331,7 @@ def parse_topology_spread_constraint(raw: Any, field: str) -> TopologySpreadCons
         min_domains=_int(d.get("minDomains"), f"{field}.minDomains"),
         node_affinity_policy=d.get("nodeAffinityPolicy"),
         node_taints_policy=d.get("nodeTaintsPolicy"),
-        match_label_keys=tuple(str(k) for k in fields.sequence(d.get("matchLabelKeys"), f"{field}.matchLabelKeys")),
+        match_label_keys=tuple(str(k) for k in sequence(d.get("matchLabelKeys"), f"{field}.matchLabelKeys")),
     )
 
 
@@ -362,12 +362,12 @@ class Container:
 
 
 def parse_container(raw: Any, field: str) -> Container:
-    d = fields.mapping(raw, field)
-    res = fields.mapping(d.get("resources"), f"{field}.resources")
+    d = mapping(raw, field)
+    res = mapping(d.get("resources"), f"{field}.resources")
     ports = []
-    for i, p in enumerate(fields.sequence(d.get("ports"), f"{field}.ports")):
+    for i, p in enumerate(sequence(d.get("ports"), f"{field}.ports")):
         f = f"{field}.ports[{i}]"
-        pd = fields.mapping(p, f)
+        pd = mapping(p, f)
         ports.append(ContainerPort(_int(pd.get("containerPort"), f"{f}.containerPort", 0) or 0,
                                    _int(pd.get("hostPort"), f"{f}.hostPort", 0) or 0,
                                    str(pd.get("protocol") or "TCP"), str(pd.get("hostIP") or "")))
@@ -497,12 +497,12 @@ def parse_pod(raw: dict[str, Any]) -> Pod:
     meta = parse_meta(raw, "Pod", namespaced=True)
     obj = f"Pod {meta.namespace}/{meta.name}"
     try:
-        spec = fields.mapping(raw.get("spec"), "spec")
-        status = fields.mapping(raw.get("status"), "status")
+        spec = mapping(raw.get("spec"), "spec")
+        status = mapping(raw.get("status"), "status")
         res = spec.get("resources")
         pod_requests = pod_limits = None
         if res is not None:
-            rd = fields.mapping(res, "spec.resources")
+            rd = mapping(res, "spec.resources")
             if rd.get("requests") is not None:
                 pod_requests = parse_resource_list(rd.get("requests"), "spec.resources.requests")
             if rd.get("limits") is not None:
@@ -515,23 +515,23 @@ def parse_pod(raw: dict[str, Any]) -> Pod:
             priority_class_name=str(spec.get("priorityClassName") or ""),
             preemption_policy=spec.get("preemptionPolicy"),
             containers=[parse_container(c, f"spec.containers[{i}]")
-                        for i, c in enumerate(fields.sequence(spec.get("containers"), "spec.containers"))],
+                        for i, c in enumerate(sequence(spec.get("containers"), "spec.containers"))],
             init_containers=[parse_container(c, f"spec.initContainers[{i}]")
-                             for i, c in enumerate(fields.sequence(spec.get("initContainers"), "spec.initContainers"))],
+                             for i, c in enumerate(sequence(spec.get("initContainers"), "spec.initContainers"))],
             overhead=parse_resource_list(spec.get("overhead"), "spec.overhead"),
             pod_requests=pod_requests,
             pod_limits=pod_limits,
-            node_selector=fields.label_map(spec.get("nodeSelector"), "spec.nodeSelector"),
+            node_selector=label_map(spec.get("nodeSelector"), "spec.nodeSelector"),
             affinity=parse_affinity(spec.get("affinity"), "spec.affinity"),
             tolerations=tuple(parse_toleration(t, f"spec.tolerations[{i}]")
-                              for i, t in enumerate(fields.sequence(spec.get("tolerations"), "spec.tolerations"))),
+                              for i, t in enumerate(sequence(spec.get("tolerations"), "spec.tolerations"))),
             topology_spread_constraints=tuple(
                 parse_topology_spread_constraint(t, f"spec.topologySpreadConstraints[{i}]")
-                for i, t in enumerate(fields.sequence(spec.get("topologySpreadConstraints"), "spec.topologySpreadConstraints"))),
-            scheduling_gates=tuple(str(fields.mapping(g, f"spec.schedulingGates[{i}]").get("name", ""))
-                                   for i, g in enumerate(fields.sequence(spec.get("schedulingGates"), "spec.schedulingGates"))),
-            volumes=[fields.mapping(v, f"spec.volumes[{i}]")
-                     for i, v in enumerate(fields.sequence(spec.get("volumes"), "spec.volumes"))],
+                for i, t in enumerate(sequence(spec.get("topologySpreadConstraints"), "spec.topologySpreadConstraints"))),
+            scheduling_gates=tuple(str(mapping(g, f"spec.schedulingGates[{i}]").get("name", ""))
+                                   for i, g in enumerate(sequence(spec.get("schedulingGates"), "spec.schedulingGates"))),
+            volumes=[mapping(v, f"spec.volumes[{i}]")
+                     for i, v in enumerate(sequence(spec.get("volumes"), "spec.volumes"))],
             host_network=bool(spec.get("hostNetwork", False)),
             termination_grace_period_seconds=_int(spec.get("terminationGracePeriodSeconds"),
                                                   "spec.terminationGracePeriodSeconds"),
@@ -587,16 +587,16 @@ class Node:
 def parse_node(raw: dict[str, Any]) -> Node:
     meta = parse_meta(raw, "Node", namespaced=False)
     try:
-        spec = fields.mapping(raw.get("spec"), "spec")
-        status = fields.mapping(raw.get("status"), "status")
+        spec = mapping(raw.get("spec"), "spec")
+        status = mapping(raw.get("status"), "status")
         conditions = {}
-        for i, c in enumerate(fields.sequence(status.get("conditions"), "status.conditions")):
-            cd = fields.mapping(c, f"status.conditions[{i}]")
+        for i, c in enumerate(sequence(status.get("conditions"), "status.conditions")):
+            cd = mapping(c, f"status.conditions[{i}]")
             conditions[str(cd.get("type"))] = str(cd.get("status"))
         images = []
-        for i, im in enumerate(fields.sequence(status.get("images"), "status.images")):
-            imd = fields.mapping(im, f"status.images[{i}]")
-            images.append(ContainerImage(tuple(str(n) for n in fields.sequence(imd.get("names"), f"status.images[{i}].names")),
+        for i, im in enumerate(sequence(status.get("images"), "status.images")):
+            imd = mapping(im, f"status.images[{i}]")
+            images.append(ContainerImage(tuple(str(n) for n in sequence(imd.get("names"), f"status.images[{i}].names")),
                                          _int(imd.get("sizeBytes"), f"status.images[{i}].sizeBytes", 0) or 0))
         capacity = parse_resource_list(status.get("capacity"), "status.capacity")
         allocatable = parse_resource_list(status.get("allocatable"), "status.allocatable") \
@@ -605,7 +605,7 @@ def parse_node(raw: dict[str, Any]) -> Node:
             meta=meta,
             unschedulable=bool(spec.get("unschedulable", False)),
             taints=tuple(parse_taint(t, f"spec.taints[{i}]")
-                         for i, t in enumerate(fields.sequence(spec.get("taints"), "spec.taints"))),
+                         for i, t in enumerate(sequence(spec.get("taints"), "spec.taints"))),
             capacity=capacity,
             allocatable=allocatable,
             conditions=conditions,
@@ -741,11 +741,11 @@ def parse_priority_class(raw: dict[str, Any]) -> PriorityClass:
 def parse_pdb(raw: dict[str, Any]) -> PodDisruptionBudget:
     meta = parse_meta(raw, "PodDisruptionBudget", namespaced=True)
     try:
-        spec = fields.mapping(raw.get("spec"), "spec")
-        status = fields.mapping(raw.get("status"), "status")
+        spec = mapping(raw.get("spec"), "spec")
+        status = mapping(raw.get("status"), "status")
         sel = spec.get("selector")
         disrupted = {str(k): parse_time(v, f"status.disruptedPods.{k}")
-                     for k, v in fields.mapping(status.get("disruptedPods"), "status.disruptedPods").items()}
+                     for k, v in mapping(status.get("disruptedPods"), "status.disruptedPods").items()}
         return PodDisruptionBudget(
             meta=meta,
             # policy/v1: a nil selector selects no pods, an empty one every pod in the namespace.
@@ -765,8 +765,8 @@ def parse_pdb(raw: dict[str, Any]) -> PodDisruptionBudget:
 
 def parse_pvc(raw: dict[str, Any]) -> PersistentVolumeClaim:
     meta = parse_meta(raw, "PersistentVolumeClaim", namespaced=True)
-    spec = fields.mapping(raw.get("spec"), "spec") if isinstance(raw.get("spec"), dict) else {}
-    status = fields.mapping(raw.get("status"), "status") if isinstance(raw.get("status"), dict) else {}
+    spec = mapping(raw.get("spec"), "spec") if isinstance(raw.get("spec"), dict) else {}
+    status = mapping(raw.get("status"), "status") if isinstance(raw.get("status"), dict) else {}
     return PersistentVolumeClaim(meta, spec.get("storageClassName"), tuple(spec.get("accessModes") or ()),
                                  str(spec.get("volumeName") or ""), str(status.get("phase") or ""), raw)
 
@@ -774,11 +774,11 @@ def parse_pvc(raw: dict[str, Any]) -> PersistentVolumeClaim:
 def parse_workload(raw: dict[str, Any], kind: str) -> Workload:
     meta = parse_meta(raw, kind, namespaced=True)
     try:
-        spec = fields.mapping(raw.get("spec"), "spec")
+        spec = mapping(raw.get("spec"), "spec")
         sel = spec.get("selector")
         if kind in ("Service", "ReplicationController"):
             # A map selector; an empty or missing one selects nothing for spreading purposes.
-            m = fields.label_map(sel, "spec.selector")
+            m = label_map(sel, "spec.selector")
             selector = LabelSelector(tuple(Requirement(k, "In", (v,)) for k, v in sorted(m.items()))) if m else NOTHING
         else:
             selector = parse_label_selector(sel, "spec.selector")
