@@ -489,8 +489,9 @@ class Pod:
         return replace(self, meta=replace(self.meta, deletion_timestamp=at), raw={**self.raw, "metadata": meta})
 
 
-# Memo keys derived from a pod's status (dropped when the status changes).
-STATUS_DERIVED_CACHE_KEYS = frozenset({"start_time"})
+# Memo keys derived from a pod's status (dropped when the status changes): the start time, and the QoS class
+# (kubesched.api.qos.qos_class prefers status.qosClass).
+STATUS_DERIVED_CACHE_KEYS = frozenset({"start_time", ("qos_class", True), ("qos_class", False)})
 
 
 def parse_pod(raw: dict[str, Any]) -> Pod:
