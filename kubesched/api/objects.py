@@ -7,7 +7,7 @@ so that output can echo the input. Parse errors are InputErrors naming the objec
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from fractions import Fraction
@@ -466,7 +466,7 @@ class Pod:
             spec["nodeName"] = node_name
         else:
             spec.pop("nodeName", None)
-        return replace(self, node_name=node_name, raw={**self.raw, "spec": spec})
+        return _evolve(self, node_name=node_name, raw={**self.raw, "spec": spec})
 
     def with_status(self, **fields: Any) -> Pod:
         """The pod with status fields set (a value of None removes the field)."""
@@ -476,8 +476,10 @@ class Pod:
                 status.pop(k, None)
             else:
                 status[k] = v
-        cache = {k: v for k, v in self.cache.items() if k not in STATUS_DERIVED_CACHE_KEYS}
-        return replace(self, phase=str(status.get("phase") or ""),
+        cache = dict(self.cache)
+        for key in STATUS_DERIVED_CACHE_KEYS:
+            cache.pop(key, None)
+        return _evolve(self, phase=str(status.get("phase") or ""),
                        nominated_node_name=str(status.get("nominatedNodeName") or ""),
                        raw={**self.raw, "status": status}, cache=cache)
 
@@ -486,12 +488,22 @@ class Pod:
         meta = dict(self.raw.get("metadata") or {})
         meta["deletionTimestamp"] = at.strftime("%Y-%m-%dT%H:%M:%SZ")
         meta["deletionGracePeriodSeconds"] = grace_period_seconds
-        return replace(self, meta=replace(self.meta, deletion_timestamp=at), raw={**self.raw, "metadata": meta})
+        return _evolve(self, meta=replace(self.meta, deletion_timestamp=at), raw={**self.raw, "metadata": meta})
 
 
 # Memo keys derived from a pod's status (dropped when the status changes): the start time, and the QoS class
 # (kubesched.api.qos.qos_class prefers status.qosClass).
-STATUS_DERIVED_CACHE_KEYS = frozenset({"start_time", ("qos_class", True), ("qos_class", False)})
+STATUS_DERIVED_CACHE_KEYS: frozenset[Hashable] = frozenset({"start_time", ("qos_class", True), ("qos_class", False)})
+
+
+def _evolve(obj: Any, **changes: Any) -> Any:
+    """dataclasses.replace for a frozen slots dataclass whose fields need no validation: a field-by-field
+    copy (a pod changes state several times in its life; replace() re-runs __init__ each time)."""
+    new = object.__new__(type(obj))
+    setter = object.__setattr__
+    for name in obj.__slots__:
+        setter(new, name, changes[name] if name in changes else getattr(obj, name))
+    return new
 
 
 def parse_pod(raw: dict[str, Any]) -> Pod:

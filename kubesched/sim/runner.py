@@ -103,12 +103,28 @@ def run_variant(scenario_path: str, variant: VariantSpec, out_dir: str | None, p
             last[0] = frac
             _QUEUE.put((variant.name, frac))
 
-    result = Engine(s, variant, progress).run()
-    data = collect(result, s)
+    data = run_scenario(s, variant, progress)
     if out_dir is not None:
         write_variant(Path(out_dir) / "variants" / variant.name, data, parquet)
     if _QUEUE is not None:
         _QUEUE.put((variant.name, 1.0))
+    return data
+
+
+def run_scenario(s: Scenario, variant: VariantSpec, progress: Callable[[float], None] | None = None) -> dict[str, Any]:
+    """Run a loaded scenario under one variant in this process and return what `collect` returns.
+
+    The public entry point for programs that run many simulations (`kubesched tune`, `kubesched sweep`).
+    The summary also gets `pendingLongest`: the longest a pod waited to be bound, in seconds, counting the
+    pods still pending at the end up to the end.
+    """
+
+    engine = Engine(s, variant, progress)
+    result = engine.run()
+    data = collect(result, s)
+    waits = [b.t - b.created for b in result.recorder.bindings]
+    waits += [result.end - sp.created for sp in engine.pods.values() if not sp.node and not sp.gone]
+    data["summary"]["pendingLongest"] = round(max(waits, default=0.0), 3)
     return data
 
 
