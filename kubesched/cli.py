@@ -23,6 +23,7 @@ from typing import Any
 import click
 import yaml
 
+from kubesched.api.duration import read_duration_seconds
 from kubesched.errors import InputError, RuntimeFailure
 
 OUTPUT_FORMATS = ("table", "json", "yaml")
@@ -560,13 +561,17 @@ def _live_options(port: int, lease: str) -> Callable[[Callable[..., Any]], Calla
     return wrap
 
 
+def _flag_duration(value: str, flag: str) -> float:
+    """A duration flag in seconds: a Go duration ("30s", "2m", "0"), never negative."""
+    return read_duration_seconds(value, flag, example="30s or 2m", negative=False)
+
+
 def _process_options(kw: dict[str, Any]) -> Any:
     from kubesched.live.process import ProcessOptions
-    from kubesched.metrics.base import parse_duration
 
     for k, flag in (("lease_duration", "leader-elect-lease-duration"), ("renew_deadline", "leader-elect-renew-deadline"),
                     ("retry_period", "leader-elect-retry-period"), ("request_timeout", "request-timeout")):
-        kw[k] = parse_duration(kw[k], f"--{flag}")
+        kw[k] = _flag_duration(kw[k], f"--{flag}")
     return ProcessOptions(**kw)
 
 
@@ -586,10 +591,9 @@ def scheduler_cmd(config: str | None, metrics: str | None, metrics_interval: str
 
     def run() -> None:
         from kubesched.live.scheduler_process import SchedulerOptions, run_scheduler
-        from kubesched.metrics.base import parse_duration
 
         opts = SchedulerOptions(config=config, seed=seed, metrics=metrics, plugins=plugins,
-                                metrics_interval=parse_duration(metrics_interval, "--metrics-interval"))
+                                metrics_interval=_flag_duration(metrics_interval, "--metrics-interval"))
         sys.exit(run_scheduler(_process_options(kw), opts))
 
     _run(run)
@@ -618,12 +622,11 @@ def descheduler_cmd(policy: str, interval: str, dry_run: bool, metrics: str | No
 
     def run() -> None:
         from kubesched.live.descheduler_process import DeschedulerOptions, run_descheduler
-        from kubesched.metrics.base import parse_duration
 
-        opts = DeschedulerOptions(policy=policy, interval=parse_duration(interval, "--descheduling-interval"),
+        opts = DeschedulerOptions(policy=policy, interval=_flag_duration(interval, "--descheduling-interval"),
                                   dry_run=dry_run, metrics=metrics, min_ready_nodes=min_ready_nodes,
                                   scheduler_config=scheduler_config, seed=seed, output=output,
-                                  sync_timeout=parse_duration(sync_timeout, "--sync-timeout"))
+                                  sync_timeout=_flag_duration(sync_timeout, "--sync-timeout"))
         sys.exit(run_descheduler(_process_options(kw), opts))
 
     _run(run)

@@ -14,8 +14,8 @@ from kubesched.api.objects import Node, Pod
 from kubesched.api.qos import qos_class
 from kubesched.api.quantity import value_of
 from kubesched.api.snapshot import Snapshot, load_snapshot, read_documents
-from kubesched.config.kubelet_config import load_kubelet_config
 from kubesched.errors import InputError
+from kubesched.kubelet.kubelet_config import load_kubelet_config
 from kubesched.kubelet.manager import DiskLayout, EvictionManager, SyncResult
 from kubesched.kubelet.oom import pod_oom_score_adjust
 from kubesched.kubelet.signals import Summary, parse_summary

@@ -19,7 +19,16 @@ from kubesched.client.interface import ApiError, Client
 from kubesched.cluster.events import Cause, Event, EventType
 from kubesched.cluster.state import ClusterState
 from kubesched.config.scheduler_config import SchedulerConfig, default_config
-from kubesched.scheduler.framework import Code, CycleState, Handle, PostFilterResult, SchedulerServices, Status
+from kubesched.scheduler.framework import (
+    Code,
+    CycleState,
+    Diagnosis,
+    FitError,
+    Handle,
+    PostFilterResult,
+    SchedulerServices,
+    Status,
+)
 from kubesched.scheduler.nominator import Nominator
 from kubesched.scheduler.queue import SchedulingQueue
 from kubesched.scheduler.registry import Registry, default_registry
@@ -30,43 +39,6 @@ MIN_FEASIBLE_NODES_TO_FIND = 100
 _ACTIONS = {EventType.ADDED: "add", EventType.UPDATED: "update", EventType.DELETED: "delete",
             EventType.ASSUMED: "add", EventType.BOUND: "add", EventType.UNBOUND: "delete"}
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
-NO_NODE_AVAILABLE = "0/{} nodes are available"
-
-
-@dataclass
-class Diagnosis:
-    node_to_status: dict[str, Status] = field(default_factory=dict)
-    unschedulable_plugins: set[str] = field(default_factory=set)
-    pending_plugins: set[str] = field(default_factory=set)
-    pre_filter_msg: str = ""
-    post_filter_msg: str = ""
-    # Rows that failed Filter in a cycle that found feasible nodes; their statuses are not computed.
-    unresolved_failed_rows: np.ndarray | None = None
-
-
-class FitError(Exception):
-    def __init__(self, pod: Pod, num_all_nodes: int, diagnosis: Diagnosis) -> None:
-        self.pod = pod
-        self.num_all_nodes = num_all_nodes
-        self.diagnosis = diagnosis
-        super().__init__(self.message())
-
-    def message(self) -> str:
-        msg = NO_NODE_AVAILABLE.format(self.num_all_nodes) + ":"
-        d = self.diagnosis
-        if d.pre_filter_msg:
-            msg += f" {d.pre_filter_msg}."
-        else:
-            counts: dict[str, int] = {}
-            for st in d.node_to_status.values():
-                for r in st.reasons:
-                    counts[r] = counts.get(r, 0) + 1
-            hist = sorted(f"{v} {k}" for k, v in counts.items())
-            if hist:
-                msg += f" {', '.join(hist)}."
-        if d.post_filter_msg:
-            msg += f" {d.post_filter_msg}."
-        return msg
 
 
 @dataclass

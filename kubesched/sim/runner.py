@@ -18,7 +18,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kubesched.cluster.state import ClusterState
+from kubesched.config.descheduler_policy import parse_descheduler_policy
+from kubesched.config.scheduler_config import default_config, parse_scheduler_config
+from kubesched.descheduler.registry import default_registry
 from kubesched.errors import InputError
+from kubesched.kubelet.kubelet_config import parse_kubelet_config
+from kubesched.scheduler.framework import SchedulerServices
+from kubesched.scheduler.scheduler import Scheduler
+from kubesched.sim.engine import Engine
+from kubesched.sim.output import have_pyarrow, json_dump, write_csv, write_variant
 from kubesched.sim.scenario import Scenario, VariantSpec, load_scenario, load_variant_file
 
 # What the comparison table shows, in order: (summary key, label, format).
@@ -64,20 +73,12 @@ def resolve_variants(s: Scenario, cli: list[str]) -> list[VariantSpec]:
 
 def check_variant(s: Scenario, v: VariantSpec) -> None:
     """Parse every configuration a variant uses (plugins, args) so that errors show before any run."""
-    from kubesched.cluster.state import ClusterState
-    from kubesched.config.kubelet_config import parse_kubelet_config
-    from kubesched.config.scheduler_config import default_config, parse_scheduler_config
-    from kubesched.scheduler.framework import SchedulerServices
-    from kubesched.scheduler.scheduler import Scheduler
-
     src = v.scheduler or s.scheduler
     cfg = parse_scheduler_config(src.raw, src.source) if src else default_config()
     Scheduler(ClusterState(), cfg, seed=s.seed, services=SchedulerServices(start=s.start))
     desched = v.descheduler if v.descheduler_set else s.descheduler
     if desched is not None:
-        from kubesched.config.descheduler_policy import parse_descheduler_policy
-
-        parse_descheduler_policy(desched.policy.raw, desched.policy.source)
+        parse_descheduler_policy(desched.policy.raw, desched.policy.source, default_registry())
     k = v.kubelet or s.kubelet.config
     if k is not None:
         parse_kubelet_config(k.raw, k.source)
@@ -96,8 +97,6 @@ def _init_worker(queue: Any) -> None:
 def run_variant(scenario_path: str, variant: VariantSpec, out_dir: str | None, parquet: bool,
                 overrides: dict[str, Any]) -> dict[str, Any]:
     """Run one variant; write its files; return what the comparison and the report need."""
-    from kubesched.sim.output import write_variant
-
     s = load_scenario(scenario_path)
     s = apply_overrides(s, overrides)
     last = [-1.0]
@@ -122,7 +121,6 @@ def run_scenario(s: Scenario, variant: VariantSpec, progress: Callable[[float], 
     The summary also gets `pendingLongest`: the longest a pod waited to be bound, in seconds, counting the
     pods still pending at the end up to the end.
     """
-    from kubesched.sim.engine import Engine
 
     engine = Engine(s, variant, progress)
     result = engine.run()
@@ -188,8 +186,6 @@ def run_simulation(scenario_path: str, cli_variants: list[str], out_dir: str | N
                    overrides: dict[str, Any] | None = None,
                    on_progress: Callable[[str, float], None] | None = None) -> SimulationRun:
     """Run every variant; with `out_dir`, write the per-variant files, summary.json and comparison.csv."""
-    from kubesched.sim.output import have_pyarrow, json_dump, write_csv
-
     s = apply_overrides(load_scenario(scenario_path), overrides or {})
     variants = resolve_variants(s, cli_variants)
     for v in variants:
