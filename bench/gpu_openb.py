@@ -17,15 +17,15 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from kubesched.sim.engine import Engine
+from kubesched.sim.scenario import load_scenario
+
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIO = ROOT / "examples" / "openb" / "scenario-allocation.yaml"
 
 
 def one_run(policy: str, seed: int, trace: str | None) -> tuple[float, float, int, int, float | None]:
     """(wall s, cpu s, pods, failed, allocation at 100 %) of one run."""
-    from kubesched.sim.engine import Engine
-    from kubesched.sim.scenario import load_scenario
-
     t0, c0 = time.perf_counter(), time.process_time()
     s = load_scenario(str(SCENARIO))
     if trace:
@@ -58,8 +58,6 @@ def main() -> None:
           f"(published: about 10 min on 2 vCPUs)")
     if args.one_only:
         return
-    from kubesched.sim.scenario import load_scenario
-
     s = load_scenario(str(SCENARIO))
     runs = [(v.name, seed, args.trace) for v in s.variants for seed in s.seeds]
     t0 = time.perf_counter()

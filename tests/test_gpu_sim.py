@@ -17,7 +17,8 @@ import yaml
 from kubesched.errors import InputError
 from kubesched.sim.gpu_allocation import allocation_curve, read_published
 from kubesched.sim.inflation import tune_pods
-from kubesched.sim.runner import simulate
+from kubesched.report.simulation import write_report
+from kubesched.sim.runner import run_simulation, simulate
 from kubesched.sim.scenario import load_scenario
 from kubesched.sim.traces import TracePod
 
@@ -91,7 +92,9 @@ def _read(path: Path) -> list[dict[str, str]]:
 
 def test_allocation_csv_in_the_published_layout(tmp_path: Path) -> None:
     path = _scenario(tmp_path, [1, 2], ["fgd", "gpu-packing"])
-    doc = simulate(str(path), [], str(tmp_path / "out"), jobs=1)
+    run = run_simulation(str(path), [], str(tmp_path / "out"), jobs=1)
+    write_report(run)
+    doc = run.doc
     rows = _read(tmp_path / "out" / "allocation.csv")
     assert list(rows[0])[:6] == ["workload", "sc_policy", "tune", "seed", "total_gpus", "0"] and "130" in rows[0]
     assert [(r["workload"], r["sc_policy"], r["tune"], r["seed"], r["total_gpus"]) for r in rows] == [
@@ -113,8 +116,8 @@ def test_allocation_csv_in_the_published_layout(tmp_path: Path) -> None:
     # inflated: the last draw that fits is within a GPU count's milli of 130 % of 25 GPUs
     assert 1.3 * 25000 - 8000 <= arrived[-1] <= 1.3 * 25000 + 7000
     html = (tmp_path / "out" / "report.html").read_text()
-    assert "GPU allocation against arrived GPU demand" in html and 'data-plot="gpu-allocation-fgd"' in html
-    assert "vs published openb_like 06-FGD" in html
+    assert "GPU allocation against arrived GPU demand" in html and 'data-chart="gpu-allocation-fgd"' in html
+    assert "vs published openb_like 06-FGD" in html and 'id="gpu-allocation"' in html
     assert [v["name"] for v in doc["variants"]] == ["fgd", "gpu-packing"] and doc["seeds"] == [1, 2]
 
 
@@ -122,7 +125,7 @@ def test_same_seed_same_run_and_seeds_differ(tmp_path: Path) -> None:
     a, b = tmp_path / "a", tmp_path / "b"
     for d in (a, b):
         d.mkdir()
-        simulate(str(_scenario(d, [3, 4], ["fgd"])), [], str(d / "out"), jobs=1, html=False)
+        simulate(str(_scenario(d, [3, 4], ["fgd"])), [], str(d / "out"), jobs=1)
     rows_a = (a / "out" / "allocation.csv").read_text()
     assert rows_a == (b / "out" / "allocation.csv").read_text()
     for seed in (3, 4):

@@ -27,8 +27,9 @@ import numpy as np
 import yaml
 
 from kubesched.errors import InputError
-from kubesched.sim.gpu_allocation import POINTS, read_published
-from kubesched.sim.runner import simulate
+from kubesched.report.simulation import write_report
+from kubesched.sim.gpu_allocation import POINTS, compare_curves, read_published
+from kubesched.sim.runner import run_simulation
 from kubesched.sim.traces import read_rows
 
 HERE = Path(__file__).resolve().parent
@@ -118,9 +119,10 @@ def compare_trace(trace: Path, published: dict[str, dict[str, np.ndarray]], pub_
         n_variants = len(yaml.safe_load(path.read_text())["spec"]["variants"])
         n_seeds = len(yaml.safe_load(path.read_text())["spec"]["seeds"])
         progress = Progress(label, n_variants * n_seeds)
-        doc = simulate(str(path), [], str(out / trace.stem), jobs, {}, True, progress)
+        run = run_simulation(str(path), [], str(out / trace.stem), jobs, {}, progress)
         progress.close()
-        for r in doc["gpuAllocation"]:
+        write_report(run)
+        for r in run.doc["gpuAllocation"]:
             ours.setdefault(r["variant"], []).append([math.nan if v is None else v for v in r["curve"]])
     pub = published.get(trace.stem, {})
     result: dict[str, Any] = {"trace": trace.stem, "policies": {}}
@@ -131,14 +133,9 @@ def compare_trace(trace: Path, published: dict[str, dict[str, np.ndarray]], pub_
                                 "se100": _se(arr, 100), "published": mapping.get(variant)}
         ref = pub.get(mapping.get(variant, ""))
         if ref is not None:
-            pmean = np.nanmean(ref, axis=0)
-            lo, hi = np.nanmin(ref, axis=0), np.nanmax(ref, axis=0)
-            ok = ~np.isnan(mine) & ~np.isnan(pmean)
-            gap = np.abs(mine - pmean)[ok]
-            k = int(np.flatnonzero(ok)[int(gap.argmax())])
-            inside = ((mine >= lo - 1e-9) & (mine <= hi + 1e-9))[ok]
-            item.update({"maxGap": float(gap.max()), "maxGapAt": k, "insideBand": float(inside.mean()),
-                         "published100": float(pmean[100]), "published130": float(pmean[130]),
+            c = compare_curves(arr, ref)
+            item.update({"maxGap": c.max_gap, "maxGapAt": c.max_gap_at, "insideBand": c.inside_band,
+                         "published100": c.published_mean[100], "published130": c.published_mean[130],
                          "publishedSe100": _se(ref, 100)})
         result["policies"][variant] = item
     order = sorted(result["policies"], key=lambda v: -result["policies"][v]["at100"])

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import csv
 import math
+import warnings
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -120,3 +122,35 @@ def read_published(path: str, workload: str | None = None) -> dict[str, dict[str
                 raise InputError(f"row {line}: expected numbers in columns 0 … 130", file=path) from None
             out.setdefault(r["workload"], {}).setdefault(r["sc_policy"], []).append(vals)
     return {w: {p: np.array(v, dtype=np.float64) for p, v in pols.items()} for w, pols in out.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class CurveComparison:
+    """Our seeds' curves against the published seeds' curves of the same policy and trace."""
+
+    mean: list[float]  # our mean over seeds at each point (NaN where no run reached it)
+    published_mean: list[float]
+    published_min: list[float]
+    published_max: list[float]
+    max_gap: float  # the largest |ours − published| over the points both have, in percentage points
+    max_gap_at: int  # where it is (arrived demand, %)
+    inside_band: float  # the share of those points where our mean lies inside the published min–max
+
+
+def compare_curves(ours: np.ndarray, published: np.ndarray) -> CurveComparison:
+    """Compare two sets of curves (runs × POINTS, NaN where missing) point by point."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a point no run reached is NaN, not an error
+        mine = np.nanmean(ours, axis=0)
+        pmean = np.nanmean(published, axis=0)
+        lo, hi = np.nanmin(published, axis=0), np.nanmax(published, axis=0)
+    ok = ~np.isnan(mine) & ~np.isnan(pmean)
+    if not ok.any():
+        gap_max, at, inside = math.nan, 0, math.nan
+    else:
+        gap = np.abs(mine - pmean)[ok]
+        at = int(np.flatnonzero(ok)[int(gap.argmax())])
+        gap_max = float(gap.max())
+        inside = float(((mine >= lo - 1e-9) & (mine <= hi + 1e-9))[ok].mean())
+    return CurveComparison([float(v) for v in mine], [float(v) for v in pmean], [float(v) for v in lo],
+                           [float(v) for v in hi], gap_max, at, inside)

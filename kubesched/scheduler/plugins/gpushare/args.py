@@ -13,42 +13,38 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kubesched.errors import InputError
-from kubesched.scheduler.plugins.args import check_known, get_str
+from kubesched.api import fields
+from kubesched.config.plugin_args import PluginArgs
 
 DIM_EXT_METHODS = ("merge", "share", "divide", "extend")
 NORM_METHODS = ("node", "pod", "max")
 GPU_SEL_BUILTIN = ("best", "worst", "random")
 
 
-def _choice(raw: Mapping[str, Any], key: str, default: str, allowed: tuple[str, ...]) -> str:
-    v = get_str(dict(raw), key, default)
-    assert v is not None
+def _choice(a: fields.Fields, key: str, default: str, allowed: tuple[str, ...]) -> str:
+    v: str = a.string(key, default)
     if v not in allowed:
-        raise InputError(f"expected one of {', '.join(allowed)}, got {v!r}", field=key)
+        raise a.error(key, f"expected one of {', '.join(allowed)}, got {v!r}")
     return v
 
 
 @dataclass(frozen=True, slots=True)
-class GpuPolicyArgs:
-    """GpuPluginCfg: how a score plugin extends the GPU dimension and normalises resource vectors."""
+class GpuPolicyArgs(PluginArgs):
+    """GpuPluginCfg: how a score plugin extends the GPU dimension and normalises resource vectors (one type
+    for the six policies, as upstream)."""
 
     dim_ext_method: str = "share"
     norm_method: str = "max"
 
     @classmethod
-    def from_raw(cls, raw: Mapping[str, Any] | None, field: str = "args") -> GpuPolicyArgs:
-        raw = raw or {}
-        try:
-            check_known(dict(raw), ("dimExtMethod", "normMethod"))
-            return cls(_choice(raw, "dimExtMethod", "share", DIM_EXT_METHODS),
-                       _choice(raw, "normMethod", "max", NORM_METHODS))
-        except InputError as e:
-            raise e.located(field_prefix=field) from None
+    def from_raw(cls, raw: Mapping[str, Any] | None, field: str = "") -> GpuPolicyArgs:
+        a = fields.Fields(raw, field, allowed={"dimExtMethod", "normMethod"})
+        return cls(_choice(a, "dimExtMethod", "share", DIM_EXT_METHODS),
+                   _choice(a, "normMethod", "max", NORM_METHODS))
 
 
 @dataclass(frozen=True, slots=True)
-class OpenGpuShareArgs:
+class OpenGpuShareArgs(PluginArgs):
     """OpenGpuSharePluginCfg: GpuPluginCfg plus how Reserve picks devices — `best` (tightest fit),
     `worst`, `random`, or the name of a score plugin that places devices itself (FGDScore,
     DotProductScore with a dimExtMethod other than merge)."""
@@ -58,15 +54,10 @@ class OpenGpuShareArgs:
     norm_method: str = "max"
 
     @classmethod
-    def from_raw(cls, raw: Mapping[str, Any] | None, field: str = "args") -> OpenGpuShareArgs:
-        raw = raw or {}
-        try:
-            check_known(dict(raw), ("gpuSelMethod", "dimExtMethod", "normMethod"))
-            sel = get_str(dict(raw), "gpuSelMethod", "best")
-            assert sel is not None
-            if not sel:
-                raise InputError("expected best, worst, random or the name of a score plugin", field="gpuSelMethod")
-            return cls(sel, _choice(raw, "dimExtMethod", "share", DIM_EXT_METHODS),
-                       _choice(raw, "normMethod", "max", NORM_METHODS))
-        except InputError as e:
-            raise e.located(field_prefix=field) from None
+    def from_raw(cls, raw: Mapping[str, Any] | None, field: str = "") -> OpenGpuShareArgs:
+        a = fields.Fields(raw, field, allowed={"gpuSelMethod", "dimExtMethod", "normMethod"})
+        sel: str = a.string("gpuSelMethod", "best")
+        if not sel:
+            raise a.error("gpuSelMethod", "expected best, worst, random or the name of a score plugin")
+        return cls(sel, _choice(a, "dimExtMethod", "share", DIM_EXT_METHODS),
+                   _choice(a, "normMethod", "max", NORM_METHODS))

@@ -16,7 +16,6 @@ so Reserve fails, as upstream's does).
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 
@@ -131,11 +130,10 @@ def dot_product_score(node: NodeRes, pod: PodRes, method: str, norm: str) -> tup
 class DotProductScore(ScorePlugin):
     name = "DotProductScore"
     Args = GpuPolicyArgs
-    args: GpuPolicyArgs  # type: ignore[assignment]  # typed args replace the base class's dict
+    args: GpuPolicyArgs
 
-    def __init__(self, args: GpuPolicyArgs | dict[str, Any] | None, handle: Handle) -> None:
-        super().__init__(None, handle)
-        self.args = args if isinstance(args, GpuPolicyArgs) else GpuPolicyArgs.from_raw(args, field="")
+    def __init__(self, args: GpuPolicyArgs, handle: Handle) -> None:
+        super().__init__(args, handle)
         self.gpu = GpuTable.of(handle.cluster)
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status]:

@@ -19,8 +19,6 @@ states after placement are evaluated once per distinct (node, free milli of the 
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from kubesched.api.objects import Pod
@@ -43,11 +41,10 @@ def _fgd(delta: np.ndarray) -> np.ndarray:
 class FGDScore(ScorePlugin):
     name = "FGDScore"
     Args = GpuPolicyArgs
-    args: GpuPolicyArgs  # type: ignore[assignment]  # typed args replace the base class's dict
+    args: GpuPolicyArgs
 
-    def __init__(self, args: GpuPolicyArgs | dict[str, Any] | None, handle: Handle) -> None:
-        super().__init__(None, handle)
-        self.args = args if isinstance(args, GpuPolicyArgs) else GpuPolicyArgs.from_raw(args, field="")
+    def __init__(self, args: GpuPolicyArgs, handle: Handle) -> None:
+        super().__init__(args, handle)
         self.gpu = GpuTable.of(handle.cluster)
         self.frag = FragCache.of(self.gpu)
 

@@ -14,8 +14,6 @@ upstream (Filter removes such nodes first).
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from kubesched.api.objects import Pod
@@ -54,11 +52,10 @@ def packing_score(node: NodeRes, pod: PodRes) -> int | None:
 class GpuPackingScore(ScorePlugin):
     name = "GpuPackingScore"
     Args = GpuPolicyArgs
-    args: GpuPolicyArgs  # type: ignore[assignment]  # typed args replace the base class's dict
+    args: GpuPolicyArgs
 
-    def __init__(self, args: GpuPolicyArgs | dict[str, Any] | None, handle: Handle) -> None:
-        super().__init__(None, handle)
-        self.args = args if isinstance(args, GpuPolicyArgs) else GpuPolicyArgs.from_raw(args, field="")
+    def __init__(self, args: GpuPolicyArgs, handle: Handle) -> None:
+        super().__init__(args, handle)
         self.gpu = GpuTable.of(handle.cluster)
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status]:

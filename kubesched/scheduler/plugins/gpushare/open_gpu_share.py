@@ -20,7 +20,7 @@ Upstream also stamps `alibabacloud.com/assume-time` with the wall clock; a simul
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
@@ -65,11 +65,10 @@ class DevicePlacer(Protocol):
 class OpenGpuShare(FilterPlugin, ReservePlugin):
     name = NAME
     Args = OpenGpuShareArgs
-    args: OpenGpuShareArgs  # type: ignore[assignment]  # typed args replace the base class's dict
+    args: OpenGpuShareArgs
 
-    def __init__(self, args: OpenGpuShareArgs | dict[str, Any] | None, handle: Handle) -> None:
-        super().__init__(None, handle)
-        self.args = args if isinstance(args, OpenGpuShareArgs) else OpenGpuShareArgs.from_raw(args, field="")
+    def __init__(self, args: OpenGpuShareArgs, handle: Handle) -> None:
+        super().__init__(args, handle)
         self.gpu = GpuTable.of(handle.cluster)
         sel = self.args.gpu_sel_method
         if sel not in GPU_SEL_BUILTIN:

@@ -8,8 +8,6 @@ the scheduler's seeded RNG.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from kubesched.api.objects import Pod
@@ -32,11 +30,10 @@ PRE_SCORE_STATE_KEY = "PreScore-RandomScorePlugin"
 class RandomScore(PreScorePlugin, ScorePlugin):
     name = "RandomScore"
     Args = GpuPolicyArgs
-    args: GpuPolicyArgs  # type: ignore[assignment]  # typed args replace the base class's dict
+    args: GpuPolicyArgs
 
-    def __init__(self, args: GpuPolicyArgs | dict[str, Any] | None, handle: Handle) -> None:
-        super().__init__(None, handle)
-        self.args = args if isinstance(args, GpuPolicyArgs) else GpuPolicyArgs.from_raw(args, field="")
+    def __init__(self, args: GpuPolicyArgs, handle: Handle) -> None:
+        super().__init__(args, handle)
 
     def pre_score(self, state: CycleState, pod: Pod, cluster: ClusterState, rows: np.ndarray) -> Status:
         if len(rows):

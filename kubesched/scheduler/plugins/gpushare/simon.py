@@ -1,7 +1,7 @@
 """Simon: the published simulator's binder, and a share-of-allocatable Score.
 
 Mirrors hkust-adsl/kubernetes-scheduler-simulator `pkg/simulator/plugin/simon.go`. Bind binds the pod
-through the cluster state, as DefaultBinder does (the simulator's fake client update). Score, for a pod
+through the client, as DefaultBinder does (upstream: the simulator's fake client update). Score, for a pod
 that requests something: round(100 × the largest, over the node's allocatable resources, of
 request / (allocatable − request)) (algo.Share: 1 when nothing is left but something is asked, 0 when
 nothing is asked), then min-max normalised; a pod that requests nothing scores 100.
@@ -9,17 +9,16 @@ nothing is asked), then min-max normalised; a pod that requests nothing scores 1
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from kubesched.api.objects import Pod
 from kubesched.api.resources import pod_requests
+from kubesched.client.interface import ApiError
 from kubesched.cluster.state import NodeInfo
-from kubesched.scheduler.framework import MAX_NODE_SCORE, BindPlugin, CycleState, Handle, ScorePlugin, Status
+from kubesched.config.plugin_args import no_args
+from kubesched.scheduler.framework import MAX_NODE_SCORE, BindPlugin, Code, CycleState, ScorePlugin, Status
 from kubesched.scheduler.plugins.gomath import go_round
 from kubesched.scheduler.plugins.gpushare.best_fit_score import normalize
-from kubesched.scheduler.plugins.helper import no_args
 
 
 def share(alloc: float, total: float) -> float:
@@ -31,13 +30,13 @@ def share(alloc: float, total: float) -> float:
 
 class Simon(BindPlugin, ScorePlugin):
     name = "Simon"
-
-    def __init__(self, args: dict[str, Any] | None, handle: Handle) -> None:
-        super().__init__(args, handle)
-        no_args(self.name, args)
+    Args = no_args("Simon")
 
     def bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
-        self.handle.cluster.bind(pod, node_name)
+        try:
+            self.handle.client.bind(pod, node_name)
+        except ApiError as e:
+            return Status(Code.ERROR, [f"binding rejected: {e.message}"])
         return Status()
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status]:
