@@ -288,6 +288,29 @@ def test_live_scheduler_binds_where_schedule_places(api: KubeAPIServerDouble, pr
     assert p.terminate() == 0
 
 
+def test_live_gpu_share_reserve_patches_the_devices_then_binds(api: KubeAPIServerDouble, processes: Start,
+                                                               tmp_path: Path) -> None:
+    """The published simulator's GPU-share plugins against a real API: Reserve writes the chosen device
+    (a merge patch of the pod's annotations), then Simon binds through pods/binding."""
+    gpu_node = node("gpu-1", cpu="32", memory="64Gi", labels={"alibabacloud.com/gpu-card-model": "V100"})
+    for key in ("capacity", "allocatable"):
+        gpu_node["status"][key]["alibabacloud.com/gpu-count"] = "2"
+    api.add(gpu_node, node("cpu-1", cpu="32", memory="64Gi"))
+    share = pending("share-0", cpu="1", scheduler="simon-scheduler")
+    share["metadata"]["annotations"] = {"alibabacloud.com/gpu-milli": "500", "alibabacloud.com/gpu-count": "1"}
+    api.add(share)
+    kc = api.kubeconfig(tmp_path / "kc")
+    config = Path(__file__).resolve().parents[1] / "examples" / "openb" / "variants" / "gpu-packing.yaml"
+    p = scheduler(processes, kc, "--config", str(config))
+    wait_until(lambda: bindings(api)["share-0"] == "gpu-1", what="the GPU pod bound to the GPU node")
+    assert pods_of(api)["share-0"]["metadata"]["annotations"]["alibabacloud.com/gpu-index"] in ("0", "1")
+    requests = list(api.requests)
+    patches = [i for i, r in enumerate(requests) if r.method == "PATCH" and r.path.endswith("/pods/share-0")]
+    binds = [i for i, r in enumerate(requests) if r.method == "POST" and r.path.endswith("/share-0/binding")]
+    assert len(patches) == 1 and len(binds) == 1 and patches[0] < binds[0]
+    assert p.terminate() == 0
+
+
 # ---------------------------------------------------------------- bad input
 
 

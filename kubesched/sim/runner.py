@@ -161,6 +161,11 @@ def collect(result: Any, s: Scenario) -> dict[str, Any]:
     summary = rec.summary(loops)
     summary["deschedulerEvictions"] = sum(1 for e in rec.evictions if e.component == "descheduler")
     summary["deschedulerCycles"] = result.descheduler_cycles
+    # GPU allocation (share of the GPUs) where arrived GPU demand is 100 % and 130 % of them, read from the
+    # allocation curve the published way; None unless the scenario measures it (report.gpuAllocation).
+    for k in (100, 130):
+        v = result.gpu["allocation_curve"][k] if result.gpu is not None else None
+        summary[f"gpuAllocatedAt{k}"] = None if v is None else round(v / 100, 6)
     gpu_traces = [pt for pt in s.pod_traces if pt.gpu is not None]
     return {
         "variant": result.variant,

@@ -35,7 +35,7 @@ SUMMARY_METRICS = (
     "hotNodeMinutes", "pendingMax", "pendingMean", "pendingLongest", "podsCreated", "podsScheduled", "podsWaited",
     "failedSchedulingAttempts", "schedulingLatencyP50", "schedulingLatencyP95", "schedulingLatencyMax", "evictions",
     "deschedulerEvictions", "kubeletEvictions", "oomKills", "loopWorkloads", "loopEpisodes", "loopingEvictions",
-    "deschedulerCycles",
+    "deschedulerCycles", "gpuAllocatedAt100", "gpuAllocatedAt130",
 )
 # Metrics in seconds: their bounds may be written as durations.
 SECONDS_METRICS = ("pendingLongest", "schedulingLatencyP50", "schedulingLatencyP95", "schedulingLatencyMax")
