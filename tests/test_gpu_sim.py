@@ -15,9 +15,9 @@ import pytest
 import yaml
 
 from kubesched.errors import InputError
+from kubesched.report.simulation import write_report
 from kubesched.sim.gpu_allocation import allocation_curve, read_published
 from kubesched.sim.inflation import tune_pods
-from kubesched.report.simulation import write_report
 from kubesched.sim.runner import run_simulation, simulate
 from kubesched.sim.scenario import load_scenario
 from kubesched.sim.traces import TracePod
