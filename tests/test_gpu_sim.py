@@ -119,6 +119,12 @@ def test_allocation_csv_in_the_published_layout(tmp_path: Path) -> None:
     assert "GPU allocation against arrived GPU demand" in html and 'data-chart="gpu-allocation-fgd"' in html
     assert "vs published openb_like 06-FGD" in html and 'id="gpu-allocation"' in html
     assert [v["name"] for v in doc["variants"]] == ["fgd", "gpu-packing"] and doc["seeds"] == [1, 2]
+    # The summary's GPU metrics (what sweep and tune read) are the first seed's curve at 100 % and 130 %.
+    for v in doc["variants"]:
+        row = next(r for r in rows if r["sc_policy"] == v["name"] and r["seed"] == "1")
+        assert v["summary"]["gpuAllocatedAt100"] == pytest.approx(float(row["100"]) / 100)
+        # no sample near 130 % in this small run: no number, as the curve has none
+        assert (v["summary"]["gpuAllocatedAt130"] is None) == (row["130"] == "")
 
 
 def test_same_seed_same_run_and_seeds_differ(tmp_path: Path) -> None:
