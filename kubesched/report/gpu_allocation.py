@@ -103,8 +103,8 @@ def allocation_charts(data: list[dict[str, Any]]) -> list[Chart]:
     _layout(fig, "GPU allocation, every variant (mean over seeds)", 460)
     fig.update_yaxes(range=[0, 1.05])
     charts = [Chart("gpu-allocation", "GPU allocation, every variant", fig, height=460, width=1100,
-                    caption="Solid: kubesched's mean over its seeds; dashed: the published mean of the same policy. "
-                            "Below about 80 % arrived demand every policy places what arrives.")]
+                    caption="Solid: kubesched's mean over its seeds; dashed: the published mean of the same policy; "
+                            "dotted: everything that arrived placed.")]
     zoom = range(ZOOM_FROM, POINTS)
     xz = np.arange(ZOOM_FROM, POINTS, dtype=np.float64)
     for d in data:
