@@ -266,6 +266,8 @@ class ClusterState:
         self.listeners: list[Listener] = []
         self.assigned_with_affinity: dict[str, Pod] = {}
         self.assigned_with_required_anti_affinity: dict[str, Pod] = {}
+        # Pods the scheduler assumed on a node (they count there) but has not bound yet: pods waiting at Permit.
+        self.assumed: set[str] = set()
 
     # ------------------------------------------------------------ building
 
@@ -295,13 +297,18 @@ class ClusterState:
     # ------------------------------------------------------------ the one path of change
 
     def apply(self, action: str, obj: Any, extra: Any = None) -> None:
-        """Apply one event: `add`, `update`, `delete` an object; `bind` a pod to node `extra`; `evict` a pod.
+        """Apply one event: `add`, `update`, `delete` an object; `bind` a pod to node `extra`; `evict` a pod;
+        `assume` a pod on node `extra` (it counts there; a later `bind` to that node confirms it, `unbind`
+        forgets it).
 
         Listeners are called after the change with (action, object, extra).
         """
         kind = getattr(obj, "kind", None)
         if action == "bind":
             self._bind(obj, extra)
+        elif action == "assume":
+            self._bind(obj, extra)
+            self.assumed.add(obj.key)
         elif action == "unbind":
             self._unbind(obj)
         elif action == "evict":
@@ -419,6 +426,8 @@ class ClusterState:
         cur = self.pods.pop(pod.key, None)
         if cur is None:
             return
+        if self.assumed:
+            self.assumed.discard(cur.key)
         if cur.node_name:
             info = self.node_info_by_name.get(cur.node_name)
             if info is not None:
@@ -426,6 +435,10 @@ class ClusterState:
 
     def _bind(self, pod: Pod, node_name: str) -> None:
         cur = self.pods.get(pod.key, pod)
+        if self.assumed and cur.key in self.assumed:
+            self.assumed.discard(cur.key)
+            if cur.node_name == node_name:
+                return  # binding an assumed pod: it counts on the node already
         if cur.node_name:
             info = self.node_info_by_name.get(cur.node_name)
             if info is not None:
@@ -442,6 +455,7 @@ class ClusterState:
     def _unbind(self, pod: Pod) -> None:
         """Forget an assumed pod: it no longer counts on its node and has no node name."""
         cur = self.pods.get(pod.key, pod)
+        self.assumed.discard(cur.key)
         if cur.node_name:
             info = self.node_info_by_name.get(cur.node_name)
             if info is not None:

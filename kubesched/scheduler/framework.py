@@ -11,12 +11,13 @@ import copy
 import enum
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
 from kubesched.api.objects import Pod
 from kubesched.cluster.state import ClusterState, NodeInfo
+from kubesched.scheduler.waiting_pods import WaitingPods
 
 if TYPE_CHECKING:
     from kubesched.scheduler.runtime import Framework
@@ -118,6 +119,20 @@ class CycleState:
         return out
 
 
+# framework.PodsToActivateKey: plugins put pods here to move them to activeQ when the cycle ends.
+PODS_TO_ACTIVATE_KEY = "kubernetes.io/pods-to-activate"
+
+
+@dataclass(slots=True)
+class PodsToActivate:
+    """framework.PodsToActivate: pods (by namespace/name) to move to activeQ at the end of a cycle."""
+
+    pods: dict[str, Pod] = field(default_factory=dict)
+
+    def clone(self) -> PodsToActivate:
+        return self  # shared between clones, as upstream's
+
+
 @dataclass(slots=True)
 class PreFilterResult:
     """Restricts the nodes the Filter phase evaluates; None means all nodes."""
@@ -149,18 +164,31 @@ class ClusterEvent:
     actions: tuple[str, ...] = ("add", "update", "delete")
 
 
+class PodNominator(Protocol):
+    """framework.PodNominator: the pods preemption nominated to a node."""
+
+    def nominated_pods_for_node(self, node_name: str) -> list[Pod]: ...
+
+
 class Handle:
-    """What plugins may use of the scheduler: the cluster, the framework, the clock, the RNG."""
+    """What plugins may use of the scheduler: the cluster, the framework, the clock, the RNG.
+
+    `waiting_pods` are the pods waiting at Permit (IterateOverWaitingPods / GetWaitingPod: one map shared by
+    every profile of a scheduler); `nominator` answers NominatedPodsForNode (None outside a scheduler).
+    """
 
     def __init__(self, cluster: ClusterState, framework: Framework | None = None,
                  now: Callable[[], float] | None = None, rng: np.random.Generator | None = None,
-                 extra: dict[str, Any] | None = None) -> None:
+                 extra: dict[str, Any] | None = None, waiting_pods: WaitingPods | None = None,
+                 nominator: PodNominator | None = None) -> None:
         self.cluster = cluster
         self.framework = framework
         self.now = now or (lambda: 0.0)
         self.rng = rng if rng is not None else np.random.default_rng(0)
         # Named services other parts provide (a metrics source for load-aware plugins, ...).
         self.extra: dict[str, Any] = dict(extra or {})
+        self.waiting_pods = waiting_pods if waiting_pods is not None else WaitingPods()
+        self.nominator = nominator
 
 
 # ---------------------------------------------------------------- plugins
@@ -260,7 +288,12 @@ class ReservePlugin(Plugin):
 
 class PermitPlugin(Plugin):
     def permit(self, state: CycleState, pod: Pod, node_name: str) -> tuple[Status, float]:
+        """Success, a rejection, or Wait with a timeout in seconds (the pod then waits for allow/reject)."""
         return Status(), 0.0
+
+    def wait_reason(self, pod: Pod) -> str:
+        """Why `pod` waits at this plugin, in words (for explain); empty when the plugin cannot say."""
+        return ""
 
 
 class PreBindPlugin(Plugin):

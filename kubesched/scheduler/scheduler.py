@@ -3,6 +3,11 @@
 `schedule_pod` follows kube-scheduler's `schedulePod`: the nominated node first, then Filter over nodes
 in NodeTree order from a rotating start index until `numFeasibleNodesToFind` feasible nodes are found,
 then PreScore/Score/NormalizeScore with weights and a random choice among the best (one seeded RNG).
+
+A pod a Permit plugin makes wait stays assumed on its node and its binding cycle is parked
+(`schedule_one` returns an Outcome with `waiting_on`); `settle_permits()` fires the Permit timers due on
+the scheduler's clock and finishes the binding cycle of every pod that was allowed or rejected
+(kubernetes/kubernetes pkg/scheduler/schedule_one.go: bindingCycle, handleBindingCycleError).
 """
 
 from __future__ import annotations
@@ -16,10 +21,20 @@ import numpy as np
 from kubesched.api.objects import Pod
 from kubesched.cluster.state import ClusterState
 from kubesched.config.scheduler_config import SchedulerConfig, default_config
-from kubesched.scheduler.framework import Code, CycleState, Handle, PostFilterResult, Status
+from kubesched.scheduler.framework import (
+    PODS_TO_ACTIVATE_KEY,
+    Code,
+    CycleState,
+    Handle,
+    PodsToActivate,
+    PostFilterResult,
+    QueuedPodInfo,
+    Status,
+)
 from kubesched.scheduler.queue import SchedulingQueue
 from kubesched.scheduler.registry import Registry, default_registry
 from kubesched.scheduler.runtime import Framework, ScoreBreakdown, build_frameworks
+from kubesched.scheduler.waiting_pods import WaitingPod, WaitingPods
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
@@ -71,7 +86,7 @@ class ScheduleResult:
 
 @dataclass
 class Outcome:
-    """What one scheduling attempt did."""
+    """What one scheduling attempt did (or, for a pod that waited at Permit, how its binding cycle ended)."""
 
     pod: Pod
     node: str | None
@@ -79,6 +94,20 @@ class Outcome:
     preempted: list[str] = field(default_factory=list)
     reason: str = ""
     status: Status | None = None
+    waiting_on: str | None = None  # the node the pod is assumed on while it waits at Permit
+    waited: float | None = None  # seconds the pod waited at Permit (outcomes of settle_permits)
+    timed_out: bool = False  # a Permit timer rejected it
+
+
+@dataclass(slots=True)
+class _ParkedBinding:
+    """The binding cycle of a pod waiting at Permit, resumed when the pod is allowed or rejected."""
+
+    fwk: Framework
+    state: CycleState
+    qpi: QueuedPodInfo
+    host: str
+    cycle: int
 
 
 class Scheduler:
@@ -91,8 +120,11 @@ class Scheduler:
         self.rng = np.random.default_rng(seed)
         self.clock = clock or (lambda: 0.0)
         self.extra = dict(extra or {})
+        # One waiting-pods map for every profile, as upstream's scheduler shares it.
+        self.waiting_pods = WaitingPods()
         self.frameworks: dict[str, Framework] = build_frameworks(
-            self.config, self.registry, lambda: Handle(cluster, None, self.clock, self.rng, self.extra))
+            self.config, self.registry, lambda: Handle(cluster, None, self.clock, self.rng, self.extra,
+                                                       waiting_pods=self.waiting_pods, nominator=self))
         for fwk in self.frameworks.values():
             fwk.handle.extra["scheduler"] = self
         self.queue = SchedulingQueue(self.frameworks, self.clock, self.config.pod_initial_backoff_seconds,
@@ -112,6 +144,9 @@ class Scheduler:
         if kind == "Pod":
             if action in ("delete", "evict"):
                 self.nominated.pop(obj.key, None)
+                if self.waiting_pods:
+                    # RejectWaitingPod: a deleted pod stops waiting (its binding cycle fails at settle_permits).
+                    self.waiting_pods.reject_removed(obj)
                 if obj.node_name:
                     self.queue.on_cluster_event("Pod", "delete")
                 else:
@@ -129,6 +164,15 @@ class Scheduler:
 
     def framework_for(self, pod: Pod) -> Framework | None:
         return self.frameworks.get(pod.scheduler_name)
+
+    def nominated_pods_for_node(self, node_name: str) -> list[Pod]:
+        """NominatedPodsForNode: every pending pod nominated to `node_name`."""
+        out = []
+        for key, node in self.nominated.items():
+            p = self.cluster.pods.get(key) if node == node_name else None
+            if p is not None and not p.node_name:
+                out.append(p)
+        return out
 
     def nominated_pods_for(self, node_name: str, pod: Pod) -> list[Pod]:
         """Pods nominated to `node_name` with priority at least the pod's (excluding the pod itself)."""
@@ -326,6 +370,7 @@ class Scheduler:
             return Outcome(pod, None, reason=f"no profile for schedulerName {pod.scheduler_name!r}")
         cycle = self.queue.scheduling_cycle
         state = CycleState()
+        state.write(PODS_TO_ACTIVATE_KEY, PodsToActivate())
         try:
             result = self.schedule_pod(fwk, state, pod)
         except FitError as fe:
@@ -363,27 +408,108 @@ class Scheduler:
 
     def _assume_and_bind(self, fwk: Framework, state: CycleState, qpi: Any, host: str, cycle: int) -> Outcome:
         pod = qpi.pod
-        # Assume: the pod counts on the node from now on, before binding completes.
-        self.cluster.bind(pod, host)
+        # Assume: the pod counts on the node from now on, before binding completes. With Permit plugins a
+        # pod may wait assumed but unbound, so the assumption is its own event and binding another.
+        if fwk.permit:
+            self.cluster.apply("assume", pod, host)
+        else:
+            self.cluster.bind(pod, host)
         st = fwk.run_reserve(state, pod, host)
         if st.is_success:
             st = fwk.run_permit(state, pod, host)
-        if st.is_success:
-            st = fwk.run_pre_bind(state, pod, host)
-        if st.is_success:
-            st = fwk.run_bind(state, pod, host)
+        if st.code is Code.WAIT:
+            self._activate(state)
+            wp = self.waiting_pods.of(pod)
+            if wp is not None:
+                wp.binding = _ParkedBinding(fwk, state, qpi, host, cycle)
+            return Outcome(pod, None, waiting_on=host, reason=st.message, status=st)
         if not st.is_success:
             fwk.run_unreserve(state, pod, host)
             self.cluster.apply("unbind", pod)
             qpi.unschedulable_plugins = {st.plugin} if st.plugin else set()
             self.queue.add_unschedulable(qpi, cycle, error=st.code is Code.ERROR)
-            return Outcome(pod, None, reason=st.message, status=st)
+            return Outcome(pod, None, reason=self._rejection_message(pod, host, st), status=st)
+        self._activate(state)
+        return self._binding_cycle(fwk, state, qpi, host, cycle)
+
+    def _binding_cycle(self, fwk: Framework, state: CycleState, qpi: Any, host: str, cycle: int) -> Outcome:
+        """PreBind, Bind, PostBind of an assumed pod that Permit allowed."""
+        pod = qpi.pod
+        st = fwk.run_pre_bind(state, pod, host)
+        if st.is_success:
+            st = fwk.run_bind(state, pod, host)
+        if not st.is_success:
+            return self._binding_failed(fwk, state, qpi, host, cycle, st)
         fwk.run_post_bind(state, pod, host)
         self.nominated.pop(pod.key, None)
         if pod.nominated_node_name:
             pod.nominated_node_name = ""
         self.queue.done(pod)
+        self._activate(state)
         return Outcome(pod, host)
+
+    def _binding_failed(self, fwk: Framework, state: CycleState, qpi: Any, host: str, cycle: int,
+                        st: Status) -> Outcome:
+        """handleBindingCycleError: unreserve, forget the assumed pod, requeue it, and since its resources
+        are free again move the other unschedulable pods (AssignedPodDelete)."""
+        pod = qpi.pod
+        fwk.run_unreserve(state, pod, host)
+        self.cluster.apply("unbind", pod)
+        out = Outcome(pod, None, reason=self._rejection_message(pod, host, st), status=st)
+        if pod.key not in self.cluster.pods:
+            self.queue.delete(pod)  # deleted while it waited: nothing to retry
+            return out
+        self._nominate(pod, PostFilterResult())
+        qpi.unschedulable_plugins = {st.plugin} if st.plugin else set()
+        self.queue.add_unschedulable(qpi, cycle, error=st.code is Code.ERROR)
+        self.queue.on_cluster_event("Pod", "delete", exclude=pod.key)
+        return out
+
+    @staticmethod
+    def _rejection_message(pod: Pod, host: str, st: Status) -> str:
+        """A rejection after the node was chosen reads as a FitError over that one node."""
+        if not st.is_rejected:
+            return st.message
+        return FitError(pod, 1, Diagnosis(node_to_status={host: st})).message()
+
+    def _activate(self, state: CycleState) -> None:
+        """Move the pods plugins asked to activate (PodsToActivate) to activeQ."""
+        pta = state.read(PODS_TO_ACTIVATE_KEY)
+        if pta is not None and pta.pods:
+            self.queue.activate(pta.pods)
+            pta.pods = {}
+
+    # ------------------------------------------------------------ Permit: waiting pods
+
+    def settle_permits(self) -> list[Outcome]:
+        """Fire the Permit timers due now, then finish the binding cycle of every pod that was allowed or
+        rejected since (in signal order, including pods a finished cycle rejects in turn)."""
+        waiting = self.waiting_pods
+        if not waiting:
+            return []
+        waiting.fire_timers(self.clock())
+        out: list[Outcome] = []
+        while waiting.has_signalled:
+            for wp in waiting.take_signalled():
+                done = self._finish_waiting(wp)
+                if done is not None:
+                    out.append(done)
+        return out
+
+    def _finish_waiting(self, wp: WaitingPod) -> Outcome | None:
+        """WaitOnPermit returned for `wp`: bind it, or fail its binding cycle with the rejection."""
+        b = wp.binding
+        sig = wp.signal
+        if not isinstance(b, _ParkedBinding) or sig is None:
+            return None
+        if sig.allowed:
+            out = self._binding_cycle(b.fwk, b.state, b.qpi, b.host, b.cycle)
+        else:
+            st = Status(Code.UNSCHEDULABLE, [sig.message], sig.plugin)
+            out = self._binding_failed(b.fwk, b.state, b.qpi, b.host, b.cycle, st)
+        out.waited = self.clock() - wp.since
+        out.timed_out = sig.timed_out
+        return out
 
     # ------------------------------------------------------------ the loop
 
@@ -393,19 +519,36 @@ class Scheduler:
                 self.queue.add(p)
 
     def run_until_idle(self, advance: Callable[[float], None] | None = None,
-                       on_outcome: Callable[[Outcome], None] | None = None, max_attempts: int = 1_000_000) -> None:
-        """Schedule until activeQ and backoffQ are empty. `advance(t)` moves a virtual clock to t."""
+                       on_outcome: Callable[[Outcome], None] | None = None, max_attempts: int = 1_000_000,
+                       give_up_after: float | None = None) -> None:
+        """Schedule until activeQ and backoffQ are empty and no pod waits at Permit. `advance(t)` moves a
+        virtual clock to t (backoff expiries, Permit timers). `give_up_after`: once pods have waited at
+        Permit, stop when that many seconds pass without a binding (a gang that cannot be placed is
+        retried for ever)."""
         attempts = 0
+        last_bound = self.clock()
+
+        def report(out: Outcome) -> None:
+            nonlocal last_bound
+            if out.node is not None:
+                last_bound = self.clock()
+            if on_outcome is not None:
+                on_outcome(out)
+
         while attempts < max_attempts:
+            for late in self.settle_permits():
+                report(late)
             qpi = self.queue.pop()
             if qpi is None:
-                nxt = self.queue.next_backoff_expiry()
-                if nxt is None or advance is None:
+                times = [t for t in (self.queue.next_backoff_expiry(), self.waiting_pods.next_deadline())
+                         if t is not None]
+                if not times or advance is None:
+                    return
+                nxt = min(times)
+                if give_up_after is not None and self.waiting_pods.used and nxt - last_bound > give_up_after:
                     return
                 advance(nxt)
                 continue
             attempts += 1
-            out = self.schedule_one(qpi)
-            if on_outcome is not None:
-                on_outcome(out)
+            report(self.schedule_one(qpi))
 

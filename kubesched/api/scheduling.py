@@ -1,0 +1,180 @@
+"""scheduler-plugins' own objects (group scheduling.x-k8s.io, version v1alpha1): PodGroup and ElasticQuota.
+
+Mirrors kubernetes-sigs/scheduler-plugins `apis/scheduling/v1alpha1/types.go` and the CRDs' validation
+(`manifests/crds/`): a PodGroup's `minMember` is at least 1 when given; `scheduleTimeoutSeconds` is an
+int32; `minResources`, ElasticQuota `min` and `max` are resource lists. Pods join a group with the label
+`scheduling.x-k8s.io/pod-group: <name>` (in the PodGroup's namespace). The status fields are what the
+PodGroup controller keeps (phase, running, succeeded, failed, occupiedBy, scheduleStartTime).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from kubesched.api.objects import ObjectMeta, Pod, ResourceList, parse_meta, parse_resource_list, parse_time
+from kubesched.errors import InputError
+
+GROUP = "scheduling.x-k8s.io"
+API_VERSION = f"{GROUP}/v1alpha1"
+POD_GROUP_LABEL = f"{GROUP}/pod-group"
+
+# PodGroupPhase values.
+PHASE_PENDING = "Pending"
+PHASE_RUNNING = "Running"
+PHASE_SCHEDULING = "Scheduling"
+PHASE_UNKNOWN = "Unknown"
+PHASE_FINISHED = "Finished"
+PHASE_FAILED = "Failed"
+PHASES = (PHASE_PENDING, PHASE_RUNNING, PHASE_SCHEDULING, PHASE_UNKNOWN, PHASE_FINISHED, PHASE_FAILED)
+
+INT32_MAX = 2**31 - 1
+
+
+def pod_group_name(pod: Pod) -> str:
+    """util.GetPodGroupLabel: the pod's group name, empty when it has none."""
+    return pod.meta.labels.get(POD_GROUP_LABEL, "")
+
+
+def pod_group_full_name(pod: Pod) -> str:
+    """util.GetPodGroupFullName: namespace/name of the pod's group, empty when it has none."""
+    name = pod.meta.labels.get(POD_GROUP_LABEL, "")
+    return f"{pod.meta.namespace}/{name}" if name else ""
+
+
+@dataclass(slots=True)
+class PodGroupStatus:
+    phase: str = ""
+    occupied_by: str = ""
+    running: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    schedule_start_time: datetime | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.phase:
+            out["phase"] = self.phase
+        if self.occupied_by:
+            out["occupiedBy"] = self.occupied_by
+        for key, value in (("running", self.running), ("succeeded", self.succeeded), ("failed", self.failed)):
+            if value:
+                out[key] = value
+        return out
+
+
+@dataclass(slots=True)
+class PodGroup:
+    """A group of pods scheduled all together or not at all (minMember of them, with minResources)."""
+
+    meta: ObjectMeta
+    min_member: int
+    min_resources: ResourceList | None
+    schedule_timeout_seconds: int | None
+    status: PodGroupStatus
+    raw: dict[str, Any] = field(repr=False)
+    api_version: str = API_VERSION
+    kind = "PodGroup"
+
+    @property
+    def full_name(self) -> str:
+        return self.meta.key
+
+
+@dataclass(slots=True)
+class ElasticQuota:
+    """Elastic quota of one namespace: `min` is guaranteed, `max` is the most it may borrow up to."""
+
+    meta: ObjectMeta
+    min: ResourceList | None
+    max: ResourceList | None
+    used: ResourceList
+    raw: dict[str, Any] = field(repr=False)
+    api_version: str = API_VERSION
+    kind = "ElasticQuota"
+
+
+def _check_api_version(raw: dict[str, Any], kind: str) -> str:
+    version = raw.get("apiVersion")
+    if version != API_VERSION:
+        raise InputError(f"expected apiVersion {API_VERSION}, got {version!r}", field="apiVersion")
+    return API_VERSION
+
+
+def _object(raw: Any, fld: str) -> dict[str, Any]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise InputError(f"expected an object, got {type(raw).__name__}", field=fld)
+    return raw
+
+
+def _int32(raw: Any, fld: str, minimum: int | None = None) -> int | None:
+    if raw is None:
+        return None
+    if isinstance(raw, bool) or not isinstance(raw, int):
+        raise InputError(f"expected an integer, got {raw!r}", field=fld)
+    if raw > INT32_MAX or raw < -INT32_MAX - 1:
+        raise InputError(f"expected a 32-bit integer, got {raw}", field=fld)
+    if minimum is not None and raw < minimum:
+        raise InputError(f"Invalid value: {raw}: {fld} in body should be greater than or equal to {minimum}",
+                         field=fld)
+    return raw
+
+
+def _resource_list(raw: Any, fld: str) -> ResourceList | None:
+    if raw is None:
+        return None
+    rl = parse_resource_list(raw, fld)
+    for name, q in rl.items():
+        if q < 0:
+            raise InputError(f"must be greater than or equal to 0, got {raw[name]!r}", field=f"{fld}.{name}")
+    return rl
+
+
+def parse_pod_group(raw: dict[str, Any]) -> PodGroup:
+    meta = parse_meta(raw, "PodGroup", namespaced=True)
+    try:
+        version = _check_api_version(raw, "PodGroup")
+        spec = _object(raw.get("spec"), "spec")
+        status = _object(raw.get("status"), "status")
+        phase = status.get("phase") or ""
+        if phase and phase not in PHASES:
+            raise InputError(f"expected one of {', '.join(PHASES)}, got {phase!r}", field="status.phase")
+        return PodGroup(
+            meta=meta,
+            min_member=_int32(spec.get("minMember"), "spec.minMember", minimum=1) or 0,
+            min_resources=_resource_list(spec.get("minResources"), "spec.minResources"),
+            schedule_timeout_seconds=_int32(spec.get("scheduleTimeoutSeconds"), "spec.scheduleTimeoutSeconds"),
+            status=PodGroupStatus(
+                phase=str(phase),
+                occupied_by=str(status.get("occupiedBy") or ""),
+                running=_int32(status.get("running"), "status.running", minimum=0) or 0,
+                succeeded=_int32(status.get("succeeded"), "status.succeeded", minimum=0) or 0,
+                failed=_int32(status.get("failed"), "status.failed", minimum=0) or 0,
+                schedule_start_time=parse_time(status.get("scheduleStartTime"), "status.scheduleStartTime"),
+            ),
+            raw=raw,
+            api_version=version,
+        )
+    except InputError as e:
+        raise e.located(obj=f"PodGroup {meta.key}") from None
+
+
+def parse_elastic_quota(raw: dict[str, Any]) -> ElasticQuota:
+    meta = parse_meta(raw, "ElasticQuota", namespaced=True)
+    try:
+        version = _check_api_version(raw, "ElasticQuota")
+        spec = _object(raw.get("spec"), "spec")
+        status = _object(raw.get("status"), "status")
+        return ElasticQuota(
+            meta=meta,
+            min=_resource_list(spec.get("min"), "spec.min"),
+            max=_resource_list(spec.get("max"), "spec.max"),
+            used=_resource_list(status.get("used"), "status.used") or {},
+            raw=raw,
+            api_version=version,
+        )
+    except InputError as e:
+        raise e.located(obj=f"ElasticQuota {meta.key}") from None
