@@ -200,7 +200,8 @@ class Plugin:
     name: ClassVar[str] = ""
 
     def __init__(self, args: dict[str, Any] | None, handle: Handle) -> None:
-        self.args = args or {}
+        # The pluginConfig args: a dict, or a plugin's own typed args object once it has parsed them.
+        self.args: Any = args or {}
         self.handle = handle
 
     @classmethod

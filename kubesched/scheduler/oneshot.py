@@ -10,13 +10,16 @@ from kubesched.api.objects import parse_pod
 from kubesched.api.snapshot import iter_objects, read_documents
 from kubesched.errors import InputError
 from kubesched.scheduler.scheduler import Outcome, Scheduler
+from kubesched.scheduler.waiting_pods import MAX_PERMIT_TIMEOUT
 
 
 def schedule_all(sched: Scheduler, advance: Callable[[float], None]) -> dict[str, Any]:
     """Every pending pod through the queue; each binding is applied before the next pod is scheduled.
 
-    Backoff waits are skipped on a virtual clock; pods still unschedulable when nothing more can change
-    are reported with their last reason.
+    Backoff waits and Permit timeouts are skipped on a virtual clock; pods still unschedulable when nothing
+    more can change are reported with their last reason. Once pods have waited at Permit, the run stops
+    when no pod was bound for GIVE_UP_AFTER seconds of virtual time (the real scheduler would retry a
+    gang that cannot be placed for ever); pods still waiting then are reported as waiting.
     """
     records: dict[str, dict[str, Any]] = {}
 
@@ -24,6 +27,8 @@ def schedule_all(sched: Scheduler, advance: Callable[[float], None]) -> dict[str
         rec = records.setdefault(out.pod.key, {"pod": out.pod.key, "node": None, "nominatedNode": None,
                                                "preempted": []})
         rec["node"] = out.node
+        if out.waited is not None:
+            rec["permitWaitSeconds"] = round(out.waited, 3)
         if out.nominated_node:
             rec["nominatedNode"] = out.nominated_node
         rec["preempted"].extend(v for v in out.preempted if v not in rec["preempted"])
@@ -33,7 +38,14 @@ def schedule_all(sched: Scheduler, advance: Callable[[float], None]) -> dict[str
             rec.pop("reason", None)
 
     sched.enqueue_pending()
-    sched.run_until_idle(advance=advance, on_outcome=record)
+    sched.run_until_idle(advance=advance, on_outcome=record,
+                         give_up_after=MAX_PERMIT_TIMEOUT + sched.config.pod_max_backoff_seconds)
+    for wp in sched.waiting_pods:
+        rec = records.setdefault(wp.pod.key, {"pod": wp.pod.key, "node": None, "nominatedNode": None,
+                                              "preempted": []})
+        rec["node"] = None
+        rec["reason"] = (f"waiting at Permit on node {wp.node_name} for "
+                         f"{', '.join(wp.get_pending_plugins()) or 'no plugin'} when the run stopped")
     for key in sched.queue.pending().get("gated", []):
         pod = sched.cluster.pods[key]
         records.setdefault(key, {"pod": key, "node": None, "nominatedNode": None, "preempted": [],

@@ -200,11 +200,18 @@ class SchedulingQueue:
         self.unschedulable_since[key] = qpi.timestamp
 
     def activate(self, pods: dict[str, Pod]) -> None:
-        """Activate: pods in the unschedulable pool or backoffQ move to activeQ at once (backoff ignored)."""
+        """Activate: pods in the unschedulable pool or backoffQ move to activeQ at once (backoff ignored).
+
+        A pod that failed at this very instant stays where it is: scheduling takes no virtual time, and a
+        group whose pods activate each other would otherwise be retried for ever without the clock moving
+        (upstream retries it within milliseconds, which is what the pod's backoff stands for here)."""
+        now = self.clock()
         for key in pods:
             qpi = self.infos.get(key)
             where = self.where.get(key)
             if qpi is None or where not in ("unschedulable", "backoff", "gated"):
+                continue
+            if where != "gated" and qpi.attempts and qpi.timestamp >= now:
                 continue
             self.unschedulable_since.pop(key, None)
             if where == "gated":

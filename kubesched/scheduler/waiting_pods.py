@@ -130,9 +130,12 @@ class WaitingPods:
         """A pod starts waiting: one timer per waiting plugin, each at most MAX_PERMIT_TIMEOUT."""
         self._seq += 1
         timeouts = {name: min(max(t, 0.0), MAX_PERMIT_TIMEOUT) for name, t in plugin_timeouts.items()}
-        wp = WaitingPod(pod, node_name, timeouts, now, self._seq, self._signalled.append)
+        wp = WaitingPod(pod, node_name, timeouts, now, self._seq, self._note_signal)
         self._pods[waiting_key(pod)] = wp
         return wp
+
+    def _note_signal(self, wp: WaitingPod) -> None:
+        self._signalled.append(wp)
 
     def remove(self, wp: WaitingPod) -> None:
         key = waiting_key(wp.pod)
