@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from kubesched.report.gangs import gang_section
+
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f",
            "#bcbd22"]
 HEAT_MAX_COLS = 480
@@ -348,6 +350,7 @@ def render_report(scenario: Any, variants: list[Any], results: list[dict[str, An
             cells.append(f"<td{cls}>{esc(format_cell(v, kind))}</td>")
         out.append(f"<tr><td>{esc(label)}</td>{''.join(cells)}</tr>")
     out.append("</table>")
+    out.append(gang_section(results, colours, scenario.duration))  # empty unless the run had PodGroups
 
     # Time series
     out.append('<h2>Over time</h2><div class="grid-2">')

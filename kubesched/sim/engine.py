@@ -44,6 +44,7 @@ from kubesched.metrics.base import MetricsFeed
 from kubesched.sim import controllers as ctl
 from kubesched.sim.controllers import Controller, SimPod
 from kubesched.sim.defaulting import admit_pod, default_workload
+from kubesched.sim.gangs import GangDriver
 from kubesched.sim.loops import Binding, Eviction
 from kubesched.sim.metrics import LazyPodMetrics, MetricsPipeline, Sample, SimMetricsSource, smooth
 from kubesched.sim.recorder import Recorder
@@ -71,6 +72,7 @@ CRASH_LOOP_MAX = 300.0
 TERMINATED_POD_GC_THRESHOLD = 12500
 DRAIN_RETRY = 5.0
 MAX_IN_UNSCHEDULABLE = 300.0
+SCHEDULING_KINDS = ("PodGroup", "ElasticQuota", "NodeResourceTopology")
 SAFE_CACHE_KEYS = ("sched_request", "non_zero", "host_ports", "sim_limits", "sim_request")
 
 
@@ -89,6 +91,7 @@ class RunResult:
     descheduler_cycles: int
     end: float
     notes: list[str]
+    gangs: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 class Engine:
@@ -235,6 +238,9 @@ class Engine:
                 self.cluster.apply("add", pvc)
             for w in group.workloads:
                 self.cluster.apply("add", w)
+            for o in group.others:
+                if o.kind in SCHEDULING_KINDS:  # PodGroup, ElasticQuota, NodeResourceTopology
+                    self.cluster.apply("add", o)
         for o in snap.others:
             if getattr(o, "kind", "") in ("NodeMetrics", "PodMetrics"):
                 self._note_snapshot_metrics(o.raw)
@@ -246,6 +252,7 @@ class Engine:
         # koord-scheduler's LoadAwareScheduling reads koordlet's NodeMetric, reported every minute.
         self._koord_plugins = [p for fwk in self.sched.frameworks.values() for p in fwk.plugins.values()
                                if getattr(p, "name", "") == "LoadAwareScheduling"]
+        self.gangs = GangDriver(self)
         self.cluster.listeners.append(self._on_cluster_event)
         self._snapshot_pods(snap)
         self._workload_controllers()
@@ -568,8 +575,12 @@ class Engine:
         self._alloc_slot(sp, nid)
         if sp.owner is not None:
             sp.owner.pod_running(sp)
-        if sp.run_seconds > 0:
+        if sp.run_seconds > 0 and not self.gangs.holds(sp, serial):
             self._push(self.t + sp.run_seconds, ORDER_POD, self._succeed_pod, sp, serial)
+
+    def succeed_at(self, t: float, sp: SimPod, serial: int) -> None:
+        """A Job pod that has done its work succeeds at t (drivers: a gang that starts its work)."""
+        self._push(t, ORDER_POD, self._succeed_pod, sp, serial)
 
     def _succeed_pod(self, sp: SimPod, serial: int) -> None:
         if sp.gone or self.serial.get(sp.key) != serial or sp.phase != "Running" or sp.terminating:
@@ -1407,22 +1418,30 @@ class Engine:
     def _schedule(self) -> None:
         q = self.sched.queue
         while True:
+            for late in self.sched.settle_permits():  # Permit timers due now; pods allowed or rejected
+                self._scheduled(late)
             qpi = q.pop()
             if qpi is None:
                 break
-            out = self.sched.schedule_one(qpi)
-            if out.node is None:
-                self.rec.failed_attempts += 1
-                sp = self.pods.get(out.pod.key)
-                if sp is not None and sp.workload in self._drop_workloads and not out.nominated_node:
-                    self.rec.event(self.t, "dropped", pod=sp.key, reason=out.reason[:200])
-                    self._remove_pod(sp)
+            self._scheduled(self.sched.schedule_one(qpi))
         nxt = q.next_backoff_expiry()
         if nxt is not None:
             self._wake(nxt - self.epoch)
+        deadline = self.sched.waiting_pods.next_deadline()
+        if deadline is not None:
+            self._wake(deadline - self.epoch)
         if q.unschedulable_since:
             oldest = next(iter(q.unschedulable_since.values()))
             self._wake(oldest - self.epoch + MAX_IN_UNSCHEDULABLE + 0.001)
+
+    def _scheduled(self, out: Any) -> None:
+        self.gangs.outcome(out)
+        if out.node is None and out.waiting_on is None:
+            self.rec.failed_attempts += 1
+            sp = self.pods.get(out.pod.key)
+            if sp is not None and sp.workload in self._drop_workloads and not out.nominated_node:
+                self.rec.event(self.t, "dropped", pod=sp.key, reason=out.reason[:200])
+                self._remove_pod(sp)
 
     def run(self) -> RunResult:
         s = self.s
@@ -1463,7 +1482,7 @@ class Engine:
             self._record()
         self.rec.node_names = list(self.node_names)
         return RunResult(s.name, self.variant.name, self.rec, list(self.node_names), self.alloc_cpu.copy(),
-                         self.alloc_mem.copy(), self.descheduler_cycles, self.t, self.notes)
+                         self.alloc_mem.copy(), self.descheduler_cycles, self.t, self.notes, self.gangs.result(self.t))
 
     def job_finished(self, job: Controller, how: str) -> None:
         self.rec.event(self.t, f"job{how}", workload=job.workload)

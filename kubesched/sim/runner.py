@@ -39,6 +39,20 @@ TABLE_ROWS: list[tuple[str, str, str]] = [
     ("loopEpisodes", "eviction-loop episodes", "int"),
     ("loopWorkloads", "workloads in loops", "int"),
 ]
+# Shown when a run had PodGroups (kubesched/sim/gangs.py).
+GANG_ROWS: list[tuple[str, str, str]] = [
+    ("gangsStarted", "gangs started", "int"),
+    ("gangsFinished", "gangs finished", "int"),
+    ("gangWaitMean", "gang wait, mean (s)", "num"),
+    ("permitTimeouts", "Permit timeouts", "int"),
+    ("partialGangGpuHours", "GPU-hours held by gangs below quorum", "num"),
+    ("partialGangGpusAtEnd", "GPUs held by gangs below quorum at the end", "int"),
+]
+
+
+def table_rows(summaries: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    """The comparison's rows: the gang rows too when a variant had PodGroups."""
+    return TABLE_ROWS + (GANG_ROWS if any("gangs" in s for s in summaries) else [])
 
 
 def resolve_variants(s: Scenario, cli: list[str]) -> list[VariantSpec]:
@@ -130,7 +144,10 @@ def collect(result: Any, s: Scenario) -> dict[str, Any]:
     summary = rec.summary(loops)
     summary["deschedulerEvictions"] = sum(1 for e in rec.evictions if e.component == "descheduler")
     summary["deschedulerCycles"] = result.descheduler_cycles
+    gangs = getattr(result, "gangs", None) or {}
+    summary.update(gangs.get("summary", {}))
     return {
+        "gangs": gangs,
         "variant": result.variant,
         "summary": summary,
         "loops": [f.to_json() for f in loops],
@@ -180,7 +197,8 @@ def simulate(scenario_path: str, cli_variants: list[str], out_dir: str | None, j
     if out is not None:
         json_dump(out / "summary.json", doc)
         header = ["metric"] + [r["variant"] for r in results]
-        rows = [[key] + [r["summary"].get(key) for r in results] for key, _, _ in TABLE_ROWS]
+        rows = [[key] + [r["summary"].get(key) for r in results]
+                for key, _, _ in table_rows([r["summary"] for r in results])]
         write_csv(out / "comparison.csv", header, rows)
         if html:
             from kubesched.report.html import render_report
@@ -263,6 +281,6 @@ def format_cell(value: Any, kind: str) -> str:
 
 def comparison_rows(doc: dict[str, Any]) -> list[list[str]]:
     rows = []
-    for key, label, kind in TABLE_ROWS:
+    for key, label, kind in table_rows([v["summary"] for v in doc["variants"]]):
         rows.append([label] + [format_cell(v["summary"].get(key), kind) for v in doc["variants"]])
     return rows
