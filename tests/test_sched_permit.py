@@ -15,6 +15,7 @@ import pytest
 
 from kubesched.api.objects import parse_pod
 from kubesched.api.snapshot import parse_objects
+from kubesched.cluster.events import EventType
 from kubesched.cluster.state import ClusterState
 from kubesched.config.scheduler_config import parse_scheduler_config
 from kubesched.scheduler.framework import Code, CycleState, PermitPlugin, ReservePlugin, Status
@@ -164,7 +165,7 @@ def test_a_waiting_pod_is_assumed_on_its_node_but_not_bound() -> None:
     WaitFor.unreserved = []
     sched, clock = make([node("n1", cpu="1"), pod("p")], ["WaitFor"])
     bindings: list[str] = []
-    sched.cluster.listeners.append(lambda action, obj, extra: bindings.append(action) if action == "bind" else None)
+    sched.cluster.subscribe(lambda ev: bindings.append("bind") if ev.type is EventType.BOUND else None)
     sched.enqueue_pending()
     out = pop_and_schedule(sched)
     assert out.node is None and out.waiting_on == "n1"

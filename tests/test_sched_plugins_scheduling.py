@@ -5,6 +5,7 @@ and their plugins are used; explain shows why a gang member would wait."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -134,8 +135,7 @@ def _check_used(sched: Scheduler, points: dict[str, list[str]]) -> None:
             assert name in have, f"{name} not at {point}: {have}"
     # The profile schedules: the example's pods, given the profile's scheduler name.
     snap = load_snapshot(SNAPSHOT)
-    for p in snap.pods:
-        p.scheduler_name = fwk.scheduler_name
+    snap.pods = [dataclasses.replace(p, scheduler_name=fwk.scheduler_name, cache={}) for p in snap.pods]
     clock = Clock()
     sched2 = Scheduler(ClusterState.from_snapshot(snap), sched.config, clock=clock)
     placed = schedule_all(sched2, clock.advance)["placements"]

@@ -43,7 +43,7 @@ def pod_group_full_name(pod: Pod) -> str:
     return f"{pod.meta.namespace}/{name}" if name else ""
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class PodGroupStatus:
     phase: str = ""
     occupied_by: str = ""
@@ -64,7 +64,7 @@ class PodGroupStatus:
         return out
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class PodGroup:
     """A group of pods scheduled all together or not at all (minMember of them, with minResources)."""
 
@@ -82,7 +82,7 @@ class PodGroup:
         return self.meta.key
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class ElasticQuota:
     """Elastic quota of one namespace: `min` is guaranteed, `max` is the most it may borrow up to."""
 

@@ -46,7 +46,7 @@ class Zone:
     resources: tuple[ResourceInfo, ...]
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class NodeResourceTopology:
     meta: ObjectMeta
     topology_policies: tuple[str, ...]

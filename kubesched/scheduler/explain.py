@@ -128,7 +128,8 @@ def _dry_permit(scheduler: Scheduler, fwk: Framework, state: CycleState, pod: Po
     """Reserve and Permit on the selected node, then undone: the Permit verdict and, for a pod that would
     wait (a gang member), on which plugins, for how long and why."""
     cluster = scheduler.cluster
-    cluster.apply("assume", pod, node)
+    known = pod.key in cluster.pods
+    pod = cluster.assume(pod, node)
     st = fwk.run_reserve(state, pod, node)
     if st.is_success:
         st = fwk.run_permit(state, pod, node)
@@ -141,5 +142,7 @@ def _dry_permit(scheduler: Scheduler, fwk: Framework, state: CycleState, pod: Po
                             for name in wp.get_pending_plugins()}
         scheduler.waiting_pods.remove(wp)
     fwk.run_unreserve(state, pod, node)
-    cluster.apply("unbind", pod)
+    pod = cluster.unbind(pod)
+    if not known:
+        cluster.delete(pod)
     return out

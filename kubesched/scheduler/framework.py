@@ -11,12 +11,13 @@ import copy
 import enum
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from kubesched.api.objects import Pod
 from kubesched.cluster.state import ClusterState, NodeInfo
+from kubesched.scheduler.nominator import Nominator
 from kubesched.scheduler.waiting_pods import WaitingPods
 
 if TYPE_CHECKING:
@@ -164,31 +165,27 @@ class ClusterEvent:
     actions: tuple[str, ...] = ("add", "update", "delete")
 
 
-class PodNominator(Protocol):
-    """framework.PodNominator: the pods preemption nominated to a node."""
-
-    def nominated_pods_for_node(self, node_name: str) -> list[Pod]: ...
-
-
 class Handle:
     """What plugins may use of the scheduler: the cluster, the framework, the clock, the RNG.
 
     `waiting_pods` are the pods waiting at Permit (IterateOverWaitingPods / GetWaitingPod: one map shared by
-    every profile of a scheduler); `nominator` answers NominatedPodsForNode (None outside a scheduler).
+    every profile of a scheduler).
     """
 
     def __init__(self, cluster: ClusterState, framework: Framework | None = None,
                  now: Callable[[], float] | None = None, rng: np.random.Generator | None = None,
-                 extra: dict[str, Any] | None = None, waiting_pods: WaitingPods | None = None,
-                 nominator: PodNominator | None = None) -> None:
+                 extra: dict[str, Any] | None = None, nominator: Nominator | None = None,
+                 waiting_pods: WaitingPods | None = None) -> None:
         self.cluster = cluster
         self.framework = framework
         self.now = now or (lambda: 0.0)
         self.rng = rng if rng is not None else np.random.default_rng(0)
+        # The PodNominator (preemption's nominations); a scheduler-less handle gets an empty one.
+        self.nominator = nominator if nominator is not None else Nominator(cluster)
         # Named services other parts provide (a metrics source for load-aware plugins, ...).
         self.extra: dict[str, Any] = dict(extra or {})
+        # Pods waiting at Permit (IterateOverWaitingPods, GetWaitingPod): one map for every profile.
         self.waiting_pods = waiting_pods if waiting_pods is not None else WaitingPods()
-        self.nominator = nominator
 
 
 # ---------------------------------------------------------------- plugins

@@ -84,7 +84,6 @@ def capacity(sched: Scheduler, template_path: str, max_limit: int = 0) -> dict[s
             raw.setdefault("spec", {}).pop("nodeName", None)
             pod = parse_pod(raw)
             sched.cluster.add(pod)
-            sched.queue.add(pod)
             qpi = sched.queue.pop()
             if qpi is None:
                 reason = "waiting for scheduling gates: " + ", ".join(pod.scheduling_gates)

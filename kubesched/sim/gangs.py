@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from kubesched.api.objects import Pod
 from kubesched.api.resources import CPU, scheduler_request
 from kubesched.api.scheduling import API_VERSION, PodGroup, PodGroupStatus, parse_pod_group, pod_group_full_name
+from kubesched.cluster.events import Cause, Event, EventType
 from kubesched.scheduler.scheduler import Outcome
 from kubesched.sim.podgroups import PodGroupController
 
@@ -91,7 +92,7 @@ class GangDriver:
         for obj in list(self.cluster.others.values()):
             if isinstance(obj, PodGroup):
                 self._gang(obj)
-        self.cluster.listeners.append(self._on_event)
+        self.cluster.subscribe(self._on_event)
         self.controller = PodGroupController(self.cluster, self._phase_changed)
 
     # ------------------------------------------------------------ PodGroups
@@ -123,7 +124,7 @@ class GangDriver:
             pg = parse_pod_group({"apiVersion": API_VERSION, "kind": "PodGroup",
                                   "metadata": {"name": name, "namespace": ns, "creationTimestamp": start},
                                   "spec": {"minMember": size}})
-            self.cluster.apply("add", pg)
+            self.cluster.add(pg, cause=Cause.CONTROLLER)
             self.e.rec.event(self.e.t, "podGroupCreated", podGroup=f"{ns}/{name}", minMember=size)
 
     def _gang(self, pg: PodGroup) -> Gang:
@@ -195,25 +196,26 @@ class GangDriver:
         self.held_milli_cpu -= entry[2]
         self._changed()
 
-    def _on_event(self, action: str, obj: Any, extra: Any) -> None:
-        if getattr(obj, "kind", "") == "PodGroup" and action in ("add", "update"):
+    def _on_event(self, ev: Event) -> None:
+        obj, t = ev.obj, ev.type
+        if ev.kind == "PodGroup" and t in (EventType.ADDED, EventType.UPDATED):
             self._gang(obj)
             return
-        if getattr(obj, "kind", "") != "Pod":
+        if ev.kind != "Pod":
             return
         gang = self._gang_of(obj)
         if gang is None:
             return
-        if action in ("assume", "bind"):
+        if t is EventType.ASSUMED or t is EventType.BOUND:
             self._hold(obj, gang)
-            if action == "bind" and gang.quorum_bound is None:
+            if t is EventType.BOUND and gang.quorum_bound is None:
                 bound = sum(1 for p in self.controller.pods_of(gang.key.split("/", 1)[1])
                             if p.namespace == obj.namespace and p.node_name and p.key not in self.cluster.assumed)
                 if bound >= gang.min_member:
                     gang.quorum_bound = self.e.t
-        elif action in ("unbind", "delete", "evict"):
+        elif t is EventType.UNBOUND or t is EventType.DELETED:
             self._release(obj.key)
-        elif action == "update" and obj.is_terminal:
+        elif t is EventType.UPDATED and obj.is_terminal:
             self._release(obj.key)
 
     # ------------------------------------------------------------ engine hooks

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
 
 from kubesched.api.objects import Pod
 from kubesched.api.scheduling import (
@@ -26,6 +25,7 @@ from kubesched.api.scheduling import (
     PodGroupStatus,
     pod_group_name,
 )
+from kubesched.cluster.events import Cause, Event, EventType
 from kubesched.cluster.state import ClusterState
 
 _MAX_ROUNDS = 8  # a reconcile moves one phase at a time; a few rounds always settle
@@ -39,7 +39,8 @@ class PodGroupController:
         self._label_of: dict[str, str] = {}
         for pod in cluster.pods.values():
             self._index(pod)
-        cluster.listeners.append(self._on_event)
+        cluster.subscribe(self._index_event, index=True)
+        cluster.subscribe(self._on_event)
         for obj in list(cluster.others.values()):
             if isinstance(obj, PodGroup):
                 self.reconcile(obj.meta.namespace, obj.meta.name)
@@ -55,20 +56,23 @@ class PodGroupController:
         if name is not None:
             self._by_label.get(name, set()).discard(key)
 
-    def _on_event(self, action: str, obj: Any, extra: Any) -> None:
-        kind = getattr(obj, "kind", "")
-        if kind == "Pod":
-            if action in ("add", "update"):
-                self._unindex(obj.key)
-                self._index(obj)
-            elif action in ("delete", "evict"):
-                self._unindex(obj.key)
-            name = pod_group_name(obj)
+    def _index_event(self, ev: Event) -> None:
+        """The pod lister's index (by group label); kept in step with the state."""
+        if ev.kind != "Pod":
+            return
+        self._unindex(ev.obj.key)
+        if ev.type is not EventType.DELETED:
+            self._index(ev.obj)
+
+    def _on_event(self, ev: Event) -> None:
+        """The controller's watches: a change of a labelled pod reconciles its group; so does a new group."""
+        if ev.kind == "Pod":
+            name = pod_group_name(ev.obj)
             if name:
                 # podToPodGroup: the pod's namespace and its group's name.
-                self.reconcile(obj.namespace, name)
-        elif kind == "PodGroup" and action == "add":
-            self.reconcile(obj.meta.namespace, obj.meta.name)
+                self.reconcile(ev.obj.namespace, name)
+        elif ev.kind == "PodGroup" and ev.type is EventType.ADDED:
+            self.reconcile(ev.obj.meta.namespace, ev.obj.meta.name)
 
     def pods_of(self, name: str) -> list[Pod]:
         return [p for key in sorted(self._by_label.get(name, ())) if (p := self.cluster.pods.get(key)) is not None]
@@ -84,37 +88,39 @@ class PodGroupController:
             raw = dict(pg.raw)
             raw["status"] = {**(pg.raw.get("status") or {}), **new.to_dict()}
             updated = dataclasses.replace(pg, status=new, raw=raw)
-            self.cluster.apply("update", updated)
+            self.cluster.update(updated, cause=Cause.CONTROLLER)
             if self.on_change is not None:
                 self.on_change(updated, pg.status)
 
     def _next_status(self, pg: PodGroup) -> PodGroupStatus:
-        st = dataclasses.replace(pg.status)
+        st = pg.status
         if st.phase in (PHASE_FINISHED, PHASE_FAILED):
             return st
         pods = self.pods_of(pg.meta.name)
         if st.phase == "":
-            st.phase = PHASE_PENDING
-        elif st.phase == PHASE_PENDING:
-            if len(pods) >= pg.min_member:
-                st.phase = PHASE_SCHEDULING
-                if pods:
-                    refs = sorted(f"{pods[0].namespace}/{o.name}" for o in pods[0].meta.owner_references)
-                    if refs:
-                        st.occupied_by = ",".join(refs)
-        else:
-            st.running = sum(1 for p in pods if p.phase == "Running")
-            st.succeeded = sum(1 for p in pods if p.phase == "Succeeded")
-            st.failed = sum(1 for p in pods if p.phase == "Failed")
+            return dataclasses.replace(st, phase=PHASE_PENDING)
+        if st.phase == PHASE_PENDING:
             if len(pods) < pg.min_member:
-                st.phase = PHASE_PENDING
-            else:
-                if st.succeeded + st.running < pg.min_member:
-                    st.phase = PHASE_SCHEDULING
-                if st.succeeded + st.running >= pg.min_member:
-                    st.phase = PHASE_RUNNING
-                if st.failed and st.failed + st.running + st.succeeded >= pg.min_member:
-                    st.phase = PHASE_FAILED
-                if st.succeeded >= pg.min_member:
-                    st.phase = PHASE_FINISHED
-        return st
+                return st
+            occupied_by = st.occupied_by
+            if pods:
+                refs = sorted(f"{pods[0].namespace}/{o.name}" for o in pods[0].meta.owner_references)
+                if refs:
+                    occupied_by = ",".join(refs)
+            return dataclasses.replace(st, phase=PHASE_SCHEDULING, occupied_by=occupied_by)
+        running = sum(1 for p in pods if p.phase == "Running")
+        succeeded = sum(1 for p in pods if p.phase == "Succeeded")
+        failed = sum(1 for p in pods if p.phase == "Failed")
+        phase = st.phase
+        if len(pods) < pg.min_member:
+            phase = PHASE_PENDING
+        else:
+            if succeeded + running < pg.min_member:
+                phase = PHASE_SCHEDULING
+            if succeeded + running >= pg.min_member:
+                phase = PHASE_RUNNING
+            if failed and failed + running + succeeded >= pg.min_member:
+                phase = PHASE_FAILED
+            if succeeded >= pg.min_member:
+                phase = PHASE_FINISHED
+        return dataclasses.replace(st, phase=phase, running=running, succeeded=succeeded, failed=failed)

@@ -33,8 +33,7 @@ class PodState(ScorePlugin):
     name = "PodState"
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status]:
-        nominator = self.handle.nominator
-        nominated = len(nominator.nominated_pods_for_node(node_info.name)) if nominator is not None else 0
+        nominated = len(self.handle.nominator.pods_for_node(node_info.name))
         terminating = sum(1 for p in node_info.pods.values() if p.meta.deletion_timestamp is not None)
         return terminating - nominated, Status()
 

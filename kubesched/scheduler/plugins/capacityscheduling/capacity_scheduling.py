@@ -28,6 +28,7 @@ from typing import Any
 
 from kubesched.api.objects import Pod, PodDisruptionBudget
 from kubesched.api.scheduling import ElasticQuota
+from kubesched.cluster.events import Event, EventType
 from kubesched.cluster.state import ClusterState, NodeInfo
 from kubesched.scheduler.framework import (
     ClusterEvent,
@@ -116,7 +117,7 @@ class CapacityScheduling(PreFilterPlugin, PostFilterPlugin, ReservePlugin):
         for pod in cluster.pods.values():
             if pod.node_name:
                 self._add_pod(pod)
-        cluster.listeners.append(self._on_event)
+        cluster.subscribe(self._on_event, index=True)
 
     def events_to_register(self) -> list[ClusterEvent]:
         return [ClusterEvent("Pod", ("delete",)), ClusterEvent("ElasticQuota")]
@@ -133,26 +134,28 @@ class CapacityScheduling(PreFilterPlugin, PostFilterPlugin, ReservePlugin):
         if info is not None:
             info.delete_pod_if_present(pod)
 
-    def _on_event(self, action: str, obj: Any, extra: Any) -> None:
-        kind = getattr(obj, "kind", "")
-        if kind == "Pod":
-            if action in ("add", "bind") and obj.node_name:
+    def _on_event(self, ev: Event) -> None:
+        obj, t = ev.obj, ev.type
+        if ev.kind == "Pod":
+            # The assigned-pod informer: a pod that appears bound or gets bound counts, a pod that finishes
+            # or is deleted stops counting (Reserve and Unreserve account the scheduler's assumptions).
+            if t in (EventType.ADDED, EventType.BOUND) and obj.node_name:
                 self._add_pod(obj)
-            elif action == "update" and obj.node_name and obj.phase not in _RUNNING_OR_PENDING:
+            elif t is EventType.UPDATED and obj.node_name and obj.phase not in _RUNNING_OR_PENDING:
                 self._delete_pod(obj)
-            elif action in ("delete", "evict") and obj.node_name:
+            elif t is EventType.DELETED and obj.node_name:
                 self._delete_pod(obj)
-        elif kind == "ElasticQuota" and isinstance(obj, ElasticQuota):
+        elif ev.kind == "ElasticQuota" and isinstance(obj, ElasticQuota):
             ns = obj.meta.namespace
-            if action == "add" and ns not in self.infos:
+            if t is EventType.ADDED and ns not in self.infos:
                 self.infos[ns] = ElasticQuotaInfo(ns, obj.min, obj.max)
-            elif action == "update":
+            elif t is EventType.UPDATED:
                 new = ElasticQuotaInfo(ns, obj.min, obj.max)
                 old = self.infos.get(ns)
                 if old is not None:
                     new.pods, new.used = old.pods, old.used
                 self.infos[ns] = new
-            elif action == "delete":
+            elif t is EventType.DELETED:
                 self.infos.pop(ns, None)
 
     # ------------------------------------------------------------ PreFilter
@@ -168,21 +171,20 @@ class CapacityScheduling(PreFilterPlugin, PostFilterPlugin, ReservePlugin):
         in_eq = Resource()
         total = Resource()
         nominator = self.handle.nominator
-        if nominator is not None:
-            prio = pod.effective_priority
-            for info in cluster.node_infos:
-                for p in nominator.nominated_pods_for_node(info.name):
-                    if p.uid == pod.uid:
-                        continue
-                    q = self.infos.get(p.namespace)
-                    if q is None:
-                        continue
-                    if p.namespace == pod.namespace and p.effective_priority >= prio:
-                        req = pod_request(p)
-                        in_eq.add_resource(req)
-                        total.add_resource(req)
-                    elif p.namespace != pod.namespace and not q.used_over_min():
-                        total.add_resource(pod_request(p))
+        prio = pod.effective_priority
+        for info in cluster.node_infos:
+            for p in nominator.pods_for_node(info.name):
+                if p.uid == pod.uid:
+                    continue
+                q = self.infos.get(p.namespace)
+                if q is None:
+                    continue
+                if p.namespace == pod.namespace and p.effective_priority >= prio:
+                    req = pod_request(p)
+                    in_eq.add_resource(req)
+                    total.add_resource(req)
+                elif p.namespace != pod.namespace and not q.used_over_min():
+                    total.add_resource(pod_request(p))
         in_eq.add_resource(pod_req)
         total.add_resource(pod_req)
         state.write(PRE_FILTER_STATE_KEY, PreFilterState(pod_req, in_eq, total))
@@ -282,9 +284,8 @@ class _Preemptor:
         if pfs is None:
             return [], 0, Status(Code.UNSCHEDULABLE, ["Failed to read preFilterState from cycleState"])
         nominator = self.plugin.handle.nominator
-        nominated = ([p for p in nominator.nominated_pods_for_node(node_info.name)
-                      if p.key != pod.key and p.effective_priority >= pod.effective_priority]
-                     if nominator is not None else [])
+        nominated = [p for p in nominator.pods_for_node(node_info.name)
+                     if p.key != pod.key and p.effective_priority >= pod.effective_priority]
 
         def remove(p: Pod) -> Status:
             if not node_info.remove_pod(p):

@@ -23,6 +23,7 @@ from typing import Any
 from kubesched.api.objects import Pod
 from kubesched.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, scheduler_request
 from kubesched.api.scheduling import PodGroup, pod_group_full_name, pod_group_name
+from kubesched.cluster.events import Event, EventType
 from kubesched.cluster.state import ClusterState, NodeInfo
 from kubesched.scheduler.plugins.framework_resource import Resource
 
@@ -87,7 +88,7 @@ class PodGroupManager:
             self._index(pod)
             if pod.node_name:
                 self._add_assigned(pod)
-        cluster.listeners.append(self._on_event)
+        cluster.subscribe(self._on_event, index=True)
 
     # ------------------------------------------------------------ the informer
 
@@ -111,18 +112,20 @@ class PodGroupManager:
         if full:
             self.assigned.setdefault(full, set()).add(pod.name)
 
-    def _on_event(self, action: str, obj: Any, extra: Any) -> None:
-        if getattr(obj, "kind", "") != "Pod":
+    def _on_event(self, ev: Event) -> None:
+        if ev.kind != "Pod":
             return
-        if action in ("add", "update"):
-            self._unindex(obj.key)
-            self._index(obj)
-            if action == "add" and obj.node_name:
-                self._add_assigned(obj)  # AddPodFactory: assigned pods that appear
-        elif action in ("delete", "evict"):
+        obj = ev.obj
+        if ev.type is EventType.DELETED:
             self._unindex(obj.key)
             if obj.node_name:
                 self.unreserve(obj)
+            return
+        # Every other change (an update, the scheduler's assume, bind, unbind) is a new pod object.
+        self._unindex(obj.key)
+        self._index(obj)
+        if ev.type is EventType.ADDED and obj.node_name:
+            self._add_assigned(obj)  # AddPodFactory: assigned pods that appear
 
     # ------------------------------------------------------------ reading
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import dataclasses
 from fractions import Fraction
-from typing import Any
 
 from kubesched.api.objects import Pod
 from kubesched.api.topology import NodeResourceTopology, ResourceInfo
+from kubesched.cluster.events import Event, EventType
 from kubesched.cluster.state import ClusterState
 from kubesched.scheduler.plugins.noderesourcetopology.numa import pod_effective_request
 
@@ -69,10 +69,11 @@ class OverReserveCache(NRTCache):
     def __init__(self, cluster: ClusterState) -> None:
         super().__init__(cluster)
         self.assumed: dict[str, dict[str, dict[str, Fraction]]] = {}  # node → pod key → effective request
-        cluster.listeners.append(self._on_event)
+        cluster.subscribe(self._on_event, index=True)
 
-    def _on_event(self, action: str, obj: Any, extra: Any) -> None:
-        if isinstance(obj, NodeResourceTopology) and action in ("update", "delete"):
+    def _on_event(self, ev: Event) -> None:
+        obj = ev.obj
+        if isinstance(obj, NodeResourceTopology) and ev.type in (EventType.UPDATED, EventType.DELETED):
             self.assumed.pop(obj.meta.name, None)
 
     def get(self, node_name: str) -> tuple[NodeResourceTopology | None, bool]:
