@@ -19,24 +19,13 @@ from kubesched.cluster.events import EventType
 from kubesched.cluster.state import ClusterState
 from kubesched.config.scheduler_config import parse_scheduler_config
 from kubesched.scheduler.framework import Code, CycleState, PermitPlugin, ReservePlugin, Status
-from kubesched.scheduler.oneshot import schedule_all
+from kubesched.scheduler.oneshot import VirtualClock, schedule_all
 from kubesched.scheduler.registry import Registry
 from kubesched.scheduler.scheduler import Outcome, Scheduler
 from kubesched.scheduler.waiting_pods import MAX_PERMIT_TIMEOUT, WaitingPods
 
 T0 = 1_000_000.0
 GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.t = T0
-
-    def __call__(self) -> float:
-        return self.t
-
-    def advance(self, t: float) -> None:
-        self.t = max(self.t, t)
 
 
 def node(name: str, cpu: str = "4", gpu: str | None = None) -> dict[str, Any]:
@@ -141,7 +130,7 @@ class WaitFor(PermitPlugin, ReservePlugin):
 
 
 def make(objs: list[dict[str, Any]], plugins: list[str], args: dict[str, Any] | None = None,
-         queue_sort: str = "PrioritySort") -> tuple[Scheduler, Clock]:
+         queue_sort: str = "PrioritySort") -> tuple[Scheduler, VirtualClock]:
     registry = Registry()
     registry.register("WaitFor", WaitFor)
     config = parse_scheduler_config({
@@ -150,7 +139,7 @@ def make(objs: list[dict[str, Any]], plugins: list[str], args: dict[str, Any] | 
                                                  "enabled": [{"name": n} for n in dict.fromkeys(
                                                      [queue_sort, "NodeResourcesFit", "DefaultBinder", *plugins])]}},
                       "pluginConfig": [{"name": k, "args": v} for k, v in (args or {}).items()]}]})
-    clock = Clock()
+    clock = VirtualClock(T0)
     cluster = ClusterState.from_snapshot(parse_objects(objs, "<test>"))
     return Scheduler(cluster, config, registry, clock=clock), clock
 
@@ -223,7 +212,7 @@ def test_a_pod_deleted_while_waiting_is_rejected_and_not_retried() -> None:
 
 def test_one_shot_waits_out_the_timeout_on_the_virtual_clock() -> None:
     sched, clock = make([node("n1"), pod("p")], ["WaitFor"])
-    out = schedule_all(sched, clock.advance)
+    out = schedule_all(sched, clock)
     (rec,) = out["placements"]
     assert rec["node"] is None and rec["permitWaitSeconds"] == 30.0
     assert clock.t >= T0 + 30
@@ -260,7 +249,7 @@ def test_a_gang_that_fits_is_bound_all_together() -> None:
 def test_a_gang_that_cannot_fit_holds_nothing_once_rejected() -> None:
     # 8 GPUs, a gang of 10: the ninth pod fails Filter, PostFilter rejects the eight waiting siblings.
     sched, clock = make(gang_objects("b", 10, 10), ["Coscheduling"], COSCHED, queue_sort="Coscheduling")
-    out = schedule_all(sched, clock.advance)
+    out = schedule_all(sched, clock)
     assert all(p["node"] is None for p in out["placements"])
     reasons = {p["reason"] for p in out["placements"]}
     assert "0/1 nodes are available: 1 optimistic rejection in PostFilter." in reasons
@@ -302,7 +291,7 @@ def _run_gangs() -> list[tuple[str, Any, Any, Any]]:
     objs = gang_objects("a", 6, 6) + [pod_group("b", 6, created="2025-01-01T00:00:01Z")]
     objs += [pod(f"b-{i}", group="b", gpu="1") for i in range(6)]
     sched, clock = make(objs, ["Coscheduling"], COSCHED, queue_sort="Coscheduling")
-    out = schedule_all(sched, clock.advance)
+    out = schedule_all(sched, clock)
     return [(p["pod"], p["node"], p.get("permitWaitSeconds"), p.get("reason")) for p in out["placements"]]
 
 

@@ -19,7 +19,7 @@ from kubesched.api.topology import NodeResourceTopology
 from kubesched.cli import main
 from kubesched.cluster.state import ClusterState
 from kubesched.config.scheduler_config import load_scheduler_config, parse_scheduler_config
-from kubesched.scheduler.oneshot import schedule_all
+from kubesched.scheduler.oneshot import VirtualClock, schedule_all
 from kubesched.scheduler.scheduler import Scheduler
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -116,17 +116,6 @@ REAL_OLDER = {
 }
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.t = 1_736_150_400.0
-
-    def __call__(self) -> float:
-        return self.t
-
-    def advance(self, t: float) -> None:
-        self.t = max(self.t, t)
-
-
 def _check_used(sched: Scheduler, points: dict[str, list[str]]) -> None:
     fwk = next(iter(sched.frameworks.values()))
     for point, names in points.items():
@@ -136,9 +125,9 @@ def _check_used(sched: Scheduler, points: dict[str, list[str]]) -> None:
     # The profile schedules: the example's pods, given the profile's scheduler name.
     snap = load_snapshot(SNAPSHOT)
     snap.pods = [dataclasses.replace(p, scheduler_name=fwk.scheduler_name, cache={}) for p in snap.pods]
-    clock = Clock()
+    clock = VirtualClock(1_736_150_400.0)
     sched2 = Scheduler(ClusterState.from_snapshot(snap), sched.config, clock=clock)
-    placed = schedule_all(sched2, clock.advance)["placements"]
+    placed = schedule_all(sched2, clock)["placements"]
     assert len(placed) == len(snap.pods)
 
 

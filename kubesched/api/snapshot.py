@@ -96,6 +96,12 @@ def iter_objects(docs: list[Any], file: str) -> Iterator[dict[str, Any]]:
             items = doc.get("items") or []
             if not isinstance(items, list):
                 raise InputError("expected a list", file=file, obj=kind, field="items")
+            if kind != "List":
+                # A typed list (PodList, NodeMetricsList, as the API and `kubectl get --raw` return them)
+                # leaves kind and apiVersion out of its items: they are the list's.
+                item_kind, api = kind[: -len("List")], doc.get("apiVersion")
+                items = [{"apiVersion": api, "kind": item_kind, **i} if isinstance(i, dict) and "kind" not in i
+                         else i for i in items]
             yield from iter_objects(items, file)
             continue
         if not isinstance(kind, str) or not kind:

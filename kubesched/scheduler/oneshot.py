@@ -3,23 +3,60 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from kubesched.api.objects import parse_pod
-from kubesched.api.snapshot import iter_objects, read_documents
+from kubesched.api.snapshot import iter_objects, load_snapshot, read_documents
+from kubesched.client.inprocess import InProcessAPIServer
+from kubesched.cluster.state import ClusterState
+from kubesched.config.scheduler_config import load_scheduler_config
 from kubesched.errors import InputError
+from kubesched.metrics.loader import load_metrics
+from kubesched.scheduler.framework import SchedulerServices
+from kubesched.scheduler.registry import Registry
 from kubesched.scheduler.scheduler import Outcome, Scheduler
 from kubesched.scheduler.waiting_pods import MAX_PERMIT_TIMEOUT
 
 
-def schedule_all(sched: Scheduler, advance: Callable[[float], None]) -> dict[str, Any]:
+class VirtualClock:
+    """The one-shot commands' clock: it starts at `--now` and moves only when the run waits (backoff,
+    graceful termination)."""
+
+    def __init__(self, t: float) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+    def advance(self, t: float) -> None:
+        self.t = max(self.t, t)
+
+
+def build_scheduler(snapshot: str, config: str | None, metrics: str | None, now: datetime, seed: int,
+                    plugins: tuple[str, ...] = ()) -> tuple[Scheduler, VirtualClock]:
+    """A scheduler over a snapshot, acting through an in-process API server on a virtual clock."""
+    snap = load_snapshot(snapshot)
+    cfg = load_scheduler_config(config)
+    registry = Registry()
+    for spec in plugins:
+        registry.register_spec(spec)
+    cluster = ClusterState.from_snapshot(snap)
+    services = SchedulerServices(start=now, snapshot=snap,
+                                 metrics=load_metrics(metrics, now) if metrics is not None else None)
+    clock = VirtualClock(now.timestamp())
+    server = InProcessAPIServer(cluster, clock, seed=seed)
+    return Scheduler(cluster, cfg, registry, seed=seed, clock=clock, services=services, client=server), clock
+
+
+def schedule_all(sched: Scheduler, clock: VirtualClock) -> dict[str, Any]:
     """Every pending pod through the queue; each binding is applied before the next pod is scheduled.
 
-    Backoff waits and Permit timeouts are skipped on a virtual clock; pods still unschedulable when nothing
-    more can change are reported with their last reason. Once pods have waited at Permit, the run stops
-    when no pod was bound for GIVE_UP_AFTER seconds of virtual time (the real scheduler would retry a
-    gang that cannot be placed for ever); pods still waiting then are reported as waiting.
+    Waits (backoff, preemption victims terminating, Permit timeouts) pass on the virtual clock; pods still
+    unschedulable when nothing more can change are reported with their last reason. Once pods have waited
+    at Permit, the run stops when no pod was bound for MAX_PERMIT_TIMEOUT + podMaxBackoffSeconds of
+    virtual time (the real scheduler would retry a gang that cannot be placed for ever); pods still
+    waiting then are reported as waiting.
     """
     records: dict[str, dict[str, Any]] = {}
 
@@ -38,7 +75,7 @@ def schedule_all(sched: Scheduler, advance: Callable[[float], None]) -> dict[str
             rec.pop("reason", None)
 
     sched.enqueue_pending()
-    sched.run_until_idle(advance=advance, on_outcome=record,
+    sched.run_until_idle(advance=clock.advance, on_outcome=record,
                          give_up_after=MAX_PERMIT_TIMEOUT + sched.config.pod_max_backoff_seconds)
     for wp in sched.waiting_pods:
         rec = records.setdefault(wp.pod.key, {"pod": wp.pod.key, "node": None, "nominatedNode": None,

@@ -24,15 +24,14 @@ from __future__ import annotations
 import copy
 import heapq
 import json
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kubesched.api.hashing import stable_hash64
 from kubesched.api.objects import Node, Taint, Toleration, parse_affinity, parse_toleration
-from kubesched.api.selectors import parse_label_selector
-from kubesched.sim.units import stable_hash64
+from kubesched.sim.pods import SimPod
 
 if TYPE_CHECKING:
-    from kubesched.sim.engine import Engine
+    from kubesched.sim.controller_manager import ControllerManager
 
 ALPHANUMS = "bcdfghjklmnpqrstvwxz2456789"
 
@@ -48,33 +47,6 @@ def template_hash(template: dict[str, Any]) -> str:
     return safe_encode(str(h32))
 
 
-@dataclass(slots=True, eq=False)
-class SimPod:
-    """The simulator's record of one pod object."""
-
-    key: str
-    pod: Any  # kubesched.api.objects.Pod
-    owner: Controller | None
-    workload: str  # the top-level workload (Deployment/ns/name, ...)
-    identity: str  # usage identity
-    ordinal: int
-    created: float
-    replaces: str | None = None
-    node: str = ""
-    bound_at: float | None = None
-    started_at: float | None = None
-    phase: str = "Pending"
-    terminating: bool = False
-    deletion_at: float | None = None
-    gone: bool = False
-    restarts: int = 0
-    down_until: float = -1.0
-    slot: int = -1
-    usage_row: int = -1
-    run_seconds: float = 0.0  # Job pods: how long they must run to succeed
-    attempts_at: float | None = None  # first scheduling attempt
-
-
 def _owner_ref(kind: str, name: str, uid: str) -> dict[str, Any]:
     api = "batch/v1" if kind == "Job" else "apps/v1"
     return {"apiVersion": api, "kind": kind, "name": name, "uid": uid, "controller": True,
@@ -86,13 +58,13 @@ class Controller:
 
     kind = ""
 
-    def __init__(self, engine: Engine, obj: dict[str, Any], workload: str) -> None:
-        self.engine = engine
+    def __init__(self, manager: ControllerManager, obj: dict[str, Any], workload: str) -> None:
+        self.manager = manager
         self.obj = obj
         meta = obj.get("metadata") or {}
         self.name = str(meta.get("name"))
         self.namespace = str(meta.get("namespace") or "default")
-        self.uid = str(meta.get("uid") or engine.new_uid(f"{self.kind}/{self.namespace}/{self.name}"))
+        self.uid = str(meta.get("uid") or manager.new_uid(f"{self.kind}/{self.namespace}/{self.name}"))
         self.key = f"{self.kind}/{self.namespace}/{self.name}"
         self.workload = workload
         self.pods: dict[str, SimPod] = {}
@@ -122,7 +94,7 @@ class Controller:
     def identity(self, ordinal: int) -> str:
         return f"{self.workload}#{ordinal}"
 
-    # ------------------------------------------------------------ pod events (from the engine)
+    # ------------------------------------------------------------ pod events (from the controller manager)
 
     def active(self) -> list[SimPod]:
         return [p for p in self.pods.values() if not p.terminating and p.phase not in ("Succeeded", "Failed")]
@@ -166,23 +138,24 @@ class Controller:
 class ReplicaSetController(Controller):
     kind = "ReplicaSet"
 
-    def __init__(self, engine: Engine, obj: dict[str, Any], workload: str) -> None:
-        super().__init__(engine, obj, workload)
+    def __init__(self, manager: ControllerManager, obj: dict[str, Any], workload: str) -> None:
+        super().__init__(manager, obj, workload)
         spec = obj.get("spec") or {}
         self.replicas = int(spec.get("replicas", 1) if spec.get("replicas") is not None else 1)
         self.template = spec.get("template") or {}
 
     def _new_pod(self, replaces_hint: str | None = None) -> None:
         ordinal, freed_by = self.take_ordinal()
-        # A shallow copy: the engine deep-copies the template the first time and clones its pod afterwards.
+        # A shallow copy: the API server deep-copies the template the first time and clones its pod afterwards.
         raw = dict(self.template)
         meta = dict(raw.get("metadata") or {})
         raw["metadata"] = meta
-        meta["name"] = f"{self.name}-{self.engine.random_suffix()}"
+        meta.pop("name", None)
+        meta["generateName"] = f"{self.name}-"
         meta["namespace"] = self.namespace
         meta["ownerReferences"] = [_owner_ref(self.kind, self.name, self.uid)]
         raw["kind"] = "Pod"
-        self.engine.create_pod(raw, self, self.identity(ordinal), ordinal, freed_by or replaces_hint)
+        self.manager.create_pod(raw, self, self.identity(ordinal), ordinal, freed_by or replaces_hint)
 
     def reconcile(self) -> None:
         active = self.active()
@@ -190,8 +163,8 @@ class ReplicaSetController(Controller):
         for _ in range(diff):
             self._new_pod()
         if diff < 0:
-            for sp in rank_for_deletion(active, self.engine)[: -diff]:
-                self.engine.delete_pod(sp, component="controller", reason="ScaleDown", grace=None)
+            for sp in rank_for_deletion(active)[: -diff]:
+                self.manager.delete_pod(sp, component="controller", reason="ScaleDown", grace=None)
 
     def start(self) -> None:
         self.reconcile()
@@ -216,7 +189,7 @@ class ReplicaSetController(Controller):
             self.reconcile()
 
 
-def rank_for_deletion(pods: list[SimPod], engine: Engine) -> list[SimPod]:
+def rank_for_deletion(pods: list[SimPod]) -> list[SimPod]:
     """ActivePodsWithRanks, simplified: the pods a ReplicaSet deletes first come first."""
     per_node: dict[str, int] = {}
     for p in pods:
@@ -234,8 +207,8 @@ class DeploymentController(Controller):
 
     kind = "Deployment"
 
-    def __init__(self, engine: Engine, obj: dict[str, Any], workload: str) -> None:
-        super().__init__(engine, obj, workload)
+    def __init__(self, manager: ControllerManager, obj: dict[str, Any], workload: str) -> None:
+        super().__init__(manager, obj, workload)
         spec = obj["spec"]
         template = copy.deepcopy(spec["template"])
         h = template_hash(template)
@@ -247,7 +220,7 @@ class DeploymentController(Controller):
                            "labels": dict(template["metadata"]["labels"]),
                            "ownerReferences": [_owner_ref("Deployment", self.name, self.uid)]},
               "spec": {"replicas": spec.get("replicas", 1), "selector": selector, "template": template}}
-        self.rs = ReplicaSetController(engine, rs, workload)
+        self.rs = ReplicaSetController(manager, rs, workload)
         self.rs_object = rs
 
     def start(self) -> None:
@@ -263,8 +236,8 @@ class DeploymentController(Controller):
 class StatefulSetController(Controller):
     kind = "StatefulSet"
 
-    def __init__(self, engine: Engine, obj: dict[str, Any], workload: str) -> None:
-        super().__init__(engine, obj, workload)
+    def __init__(self, manager: ControllerManager, obj: dict[str, Any], workload: str) -> None:
+        super().__init__(manager, obj, workload)
         spec = obj.get("spec") or {}
         self.replicas = int(spec.get("replicas", 1) if spec.get("replicas") is not None else 1)
         self.template = spec.get("template") or {}
@@ -286,7 +259,7 @@ class StatefulSetController(Controller):
         meta["ownerReferences"] = [_owner_ref(self.kind, self.name, self.uid)]
         raw["kind"] = "Pod"
         raw.setdefault("spec", {})["hostname"] = name
-        sp = self.engine.create_pod(raw, self, self.identity(ordinal), ordinal, self.last_gone.pop(ordinal, None))
+        sp = self.manager.create_pod(raw, self, self.identity(ordinal), ordinal, self.last_gone.pop(ordinal, None))
         self.by_ordinal[ordinal] = sp
 
     def reconcile(self) -> None:
@@ -302,7 +275,7 @@ class StatefulSetController(Controller):
         for o in sorted((o for o in self.by_ordinal if o >= self.replicas), reverse=True):
             sp = self.by_ordinal[o]
             if not sp.terminating:
-                self.engine.delete_pod(sp, component="controller", reason="ScaleDown", grace=None)
+                self.manager.delete_pod(sp, component="controller", reason="ScaleDown", grace=None)
             if self.ordered:
                 return
 
@@ -322,7 +295,7 @@ class StatefulSetController(Controller):
 
     def pod_failed(self, sp: SimPod) -> None:
         # A failed pod is deleted and recreated under the same name.
-        self.engine.delete_pod(sp, component="controller", reason="RecreateFailed", grace=0.0)
+        self.manager.delete_pod(sp, component="controller", reason="RecreateFailed", grace=0.0)
 
     def pod_gone(self, sp: SimPod) -> None:
         super().pod_gone(sp)
@@ -348,8 +321,8 @@ DAEMON_TOLERATIONS = (
 class DaemonSetController(Controller):
     kind = "DaemonSet"
 
-    def __init__(self, engine: Engine, obj: dict[str, Any], workload: str) -> None:
-        super().__init__(engine, obj, workload)
+    def __init__(self, manager: ControllerManager, obj: dict[str, Any], workload: str) -> None:
+        super().__init__(manager, obj, workload)
         spec = obj.get("spec") or {}
         template = copy.deepcopy(spec.get("template") or {})
         pspec = template.setdefault("spec", {})
@@ -384,7 +357,8 @@ class DaemonSetController(Controller):
     def _create(self, node: str) -> None:
         raw = copy.deepcopy(self.template)
         meta = raw.setdefault("metadata", {})
-        meta["name"] = f"{self.name}-{self.engine.random_suffix()}"
+        meta.pop("name", None)
+        meta["generateName"] = f"{self.name}-"
         meta["namespace"] = self.namespace
         meta.setdefault("labels", {})["controller-revision-hash"] = self.revision
         meta["ownerReferences"] = [_owner_ref(self.kind, self.name, self.uid)]
@@ -395,17 +369,17 @@ class DaemonSetController(Controller):
         aff["requiredDuringSchedulingIgnoredDuringExecution"] = {"nodeSelectorTerms": [
             {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}
         prev = self.by_node.get(node)
-        sp = self.engine.create_pod(raw, self, f"{self.workload}@{node}", -1, prev.key if prev is not None else None)
+        sp = self.manager.create_pod(raw, self, f"{self.workload}@{node}", -1, prev.key if prev is not None else None)
         self.by_node[node] = sp
 
     def reconcile(self) -> None:
-        for node in self.engine.node_objects():
+        for node in self.manager.node_objects():
             cur = self.by_node.get(node.name)
             if self.should_run(node):
                 if cur is None or cur.terminating or cur.phase in ("Succeeded", "Failed"):
                     self._create(node.name)
             elif cur is not None and not cur.terminating and cur.phase not in ("Succeeded", "Failed"):
-                self.engine.delete_pod(cur, component="controller", reason="NodeNotEligible", grace=None)
+                self.manager.delete_pod(cur, component="controller", reason="NodeNotEligible", grace=None)
 
     def adopt(self, sp: SimPod) -> None:
         self.pods[sp.key] = sp
@@ -445,8 +419,8 @@ def _tolerated(tolerations: tuple[Toleration, ...], taint: Taint) -> bool:
 class JobController(Controller):
     kind = "Job"
 
-    def __init__(self, engine: Engine, obj: dict[str, Any], workload: str, run_seconds: float) -> None:
-        super().__init__(engine, obj, workload)
+    def __init__(self, manager: ControllerManager, obj: dict[str, Any], workload: str, run_seconds: float) -> None:
+        super().__init__(manager, obj, workload)
         spec = obj.get("spec") or {}
         self.parallelism = int(spec.get("parallelism", 1) if spec.get("parallelism") is not None else 1)
         c = spec.get("completions")
@@ -465,12 +439,13 @@ class JobController(Controller):
         raw = dict(self.template)
         meta = dict(raw.get("metadata") or {})
         raw["metadata"] = meta
-        meta["name"] = f"{self.name}-{self.engine.random_suffix()}"
+        meta.pop("name", None)
+        meta["generateName"] = f"{self.name}-"
         meta["namespace"] = self.namespace
         meta["labels"] = {**(meta.get("labels") or {}), **self.job_labels}
         meta["ownerReferences"] = [_owner_ref(self.kind, self.name, self.uid)]
         raw["kind"] = "Pod"
-        sp = self.engine.create_pod(raw, self, self.identity(ordinal), ordinal, freed_by)
+        sp = self.manager.create_pod(raw, self, self.identity(ordinal), ordinal, freed_by)
         sp.run_seconds = self.run_seconds
 
     def reconcile(self) -> None:
@@ -478,13 +453,13 @@ class JobController(Controller):
             return
         if self.completions is not None and self.succeeded >= self.completions:
             self.finished = "Complete"
-            self.engine.job_finished(self, self.finished)
+            self.manager.job_finished(self, self.finished)
             return
         if self.failed > self.backoff_limit:
             self.finished = "Failed"
-            self.engine.job_finished(self, self.finished)
+            self.manager.job_finished(self, self.finished)
             for sp in self.active():
-                self.engine.delete_pod(sp, component="controller", reason="BackoffLimitExceeded", grace=None)
+                self.manager.delete_pod(sp, component="controller", reason="BackoffLimitExceeded", grace=None)
             return
         active = len(self.active())
         want = self.parallelism
@@ -494,7 +469,7 @@ class JobController(Controller):
             want = 0
             if active == 0:
                 self.finished = "Complete"
-                self.engine.job_finished(self, self.finished)
+                self.manager.job_finished(self, self.finished)
                 return
         for _ in range(want - active):
             self._create()
@@ -540,16 +515,16 @@ class BarePodController(Controller):
     def start(self) -> None:
         raw = copy.deepcopy(self.obj)
         raw.setdefault("metadata", {})["namespace"] = self.namespace
-        self.engine.create_pod(raw, self, self.workload, 0, None)
+        self.manager.create_pod(raw, self, self.workload, 0, None)
 
 
 class ImplicitController(Controller):
     """Snapshot pods whose controller is not described: keep their number, recreating from a pod's spec."""
 
-    def __init__(self, engine: Engine, kind: str, namespace: str, name: str, uid: str, template_pod: dict[str, Any],
+    def __init__(self, manager: ControllerManager, kind: str, namespace: str, name: str, uid: str, template_pod: dict[str, Any],
                  workload: str) -> None:
         self.kind = kind
-        super().__init__(engine, {"metadata": {"name": name, "namespace": namespace, "uid": uid}}, workload)
+        super().__init__(manager, {"metadata": {"name": name, "namespace": namespace, "uid": uid}}, workload)
         raw = copy.deepcopy(template_pod)
         raw.pop("status", None)
         meta = raw.get("metadata") or {}
@@ -572,14 +547,14 @@ class ImplicitController(Controller):
         if self.kind == "StatefulSet":
             meta["name"] = replaces.pod.name
         else:
-            meta["name"] = f"{self.name}-{self.engine.random_suffix()}"
+            meta["generateName"] = f"{self.name}-"
         meta["namespace"] = self.namespace
         raw["kind"] = "Pod"
         if self.daemon and replaces.node:
             aff = raw["spec"].setdefault("affinity", {}).setdefault("nodeAffinity", {})
             aff["requiredDuringSchedulingIgnoredDuringExecution"] = {"nodeSelectorTerms": [
                 {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [replaces.node]}]}]}
-        self.engine.create_pod(raw, self, replaces.identity, replaces.ordinal, replaces.key)
+        self.manager.create_pod(raw, self, replaces.identity, replaces.ordinal, replaces.key)
 
     def pod_terminating(self, sp: SimPod) -> None:
         if self.kind not in ("StatefulSet",):
@@ -593,16 +568,3 @@ class ImplicitController(Controller):
         super().pod_gone(sp)
         if self.kind == "StatefulSet" or (not sp.terminating and sp.phase not in ("Succeeded", "Failed")):
             self._create(sp)
-
-
-def selector_of(obj: dict[str, Any]) -> Any:
-    sel = (obj.get("spec") or {}).get("selector")
-    return parse_label_selector(sel, "spec.selector") if isinstance(sel, dict) else None
-
-
-@dataclass(slots=True)
-class ControllerSet:
-    """Every controller of a run, and which top-level workload each pod belongs to."""
-
-    controllers: dict[str, Controller] = field(default_factory=dict)
-    by_workload: dict[str, Controller] = field(default_factory=dict)

@@ -14,12 +14,15 @@ and what the report shows of them.
   while waiting at Permit, or bound and idle — as a step series, its integral (GPU-hours, CPU core-hours)
   and its peak: the fragmentation partial placement causes.
 
-The engine calls `holds(sp, serial)` when a pod starts, `outcome(out)` for every scheduling outcome and
-`result(t)` at the end; the rest is listening to the cluster state.
+A driver like the others (it takes the `Sim` and never imports the engine): the kubelets ask `holds(sp,
+serial)` when a pod starts (True: the gang driver pushes the pod's success once its gang works), the engine
+hands it every scheduling outcome (`outcome`) and asks `result(t)` at the end; the rest is listening to the
+cluster state.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -29,11 +32,12 @@ from kubesched.api.resources import CPU, scheduler_request
 from kubesched.api.scheduling import API_VERSION, PodGroup, PodGroupStatus, parse_pod_group, pod_group_full_name
 from kubesched.cluster.events import Cause, Event, EventType
 from kubesched.scheduler.scheduler import Outcome
+from kubesched.sim.context import ORDER_POD
 from kubesched.sim.podgroups import PodGroupController
 
 if TYPE_CHECKING:
-    from kubesched.sim.controllers import SimPod
-    from kubesched.sim.engine import Engine
+    from kubesched.sim.context import Sim
+    from kubesched.sim.pods import SimPod
 
 # Extended resources counted as GPUs (whole devices).
 GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "alibabacloud.com/gpu-count")
@@ -74,9 +78,11 @@ def _r(x: float | None) -> float | None:
 
 
 class GangDriver:
-    def __init__(self, engine: Engine) -> None:
-        self.e = engine
-        self.cluster = engine.cluster
+    def __init__(self, sim: Sim, succeed: Callable[[SimPod, int], None]) -> None:
+        """`succeed(sp, serial)`: the kubelet's end of a Job pod that has done its work."""
+        self.e = sim
+        self.succeed = succeed
+        self.cluster = sim.cluster
         self.gangs: dict[str, Gang] = {}
         # Pods of gangs below quorum that hold resources (assumed or bound): key → (gpus, milli-cpu).
         self._holding: dict[str, tuple[str, int, int]] = {}
@@ -100,7 +106,7 @@ class GangDriver:
     def _create_missing_pod_groups(self) -> None:
         """Workloads that name a PodGroup the cluster does not have get one (minMember = their size)."""
         sizes: dict[tuple[str, str], int] = {}
-        for w in self.e.s.workloads:
+        for w in self.e.scenario.workloads:
             obj = w.manifest
             kind = obj.get("kind")
             meta = obj.get("metadata") or {}
@@ -230,14 +236,15 @@ class GangDriver:
         if gang.started is not None:
             return False  # the gang works already: a late member just works
         gang.held.append((sp, serial))
-        live = [(p, s) for p, s in gang.running.values() if not p.gone and p.phase == "Running"]
+        # This pod has just started (its Running status may still be on its way to the record).
+        live = [(p, s) for p, s in gang.running.values() if p is sp or (not p.gone and p.phase == "Running")]
         if len(live) >= gang.min_member:
             gang.started = self.e.t
             self.e.rec.event(self.e.t, "gangStarted", podGroup=gang.key, waited=round(self.e.t - gang.created, 3))
             for p, s in gang.held:
                 self._release(p.key)
                 if p.run_seconds > 0:
-                    self.e.succeed_at(self.e.t + p.run_seconds, p, s)
+                    self.e.push(self.e.t + p.run_seconds, ORDER_POD, self.succeed, p, s)
             for key in [k for k, v in self._holding.items() if v[0] == gang.key]:
                 self._release(key)
             gang.held = []

@@ -78,11 +78,12 @@ def check_variant(s: Scenario, v: VariantSpec) -> None:
     from kubesched.cluster.state import ClusterState
     from kubesched.config.kubelet_config import parse_kubelet_config
     from kubesched.config.scheduler_config import default_config, parse_scheduler_config
+    from kubesched.scheduler.framework import SchedulerServices
     from kubesched.scheduler.scheduler import Scheduler
 
     src = v.scheduler or s.scheduler
     cfg = parse_scheduler_config(src.raw, src.source) if src else default_config()
-    Scheduler(ClusterState(), cfg, seed=s.seed, extra={"now": s.start})
+    Scheduler(ClusterState(), cfg, seed=s.seed, services=SchedulerServices(start=s.start))
     desched = v.descheduler if v.descheduler_set else s.descheduler
     if desched is not None:
         from kubesched.config.descheduler_policy import parse_descheduler_policy
