@@ -548,26 +548,23 @@ class Scheduler:
         attempts = 0
         errored: dict[str, int] = {}
         server = self.client if isinstance(self.client, InProcessAPIServer) else None
+        waiting = self.waiting_pods
         last_bound = self.clock()
-
-        def report(out: Outcome) -> None:
-            nonlocal last_bound
-            if out.node is not None:
-                last_bound = self.clock()
-            if on_outcome is not None:
-                on_outcome(out)
-
         while attempts < max_attempts:
-            for late in self.settle_permits():
-                report(late)
+            if waiting:  # only profiles with Permit plugins that wait ever have waiting pods
+                for late in self.settle_permits():
+                    if late.node is not None:
+                        last_bound = self.clock()
+                    if on_outcome is not None:
+                        on_outcome(late)
             qpi = self.queue.pop()
             if qpi is None:
-                waits = [t for t in (self.queue.next_backoff_expiry(), self.waiting_pods.next_deadline(),
+                waits = [t for t in (self.queue.next_backoff_expiry(), waiting.next_deadline(),
                                      server.next_deadline() if server is not None else None) if t is not None]
                 if not waits or advance is None:
                     return
                 t = min(waits)
-                if give_up_after is not None and self.waiting_pods.used and t - last_bound > give_up_after:
+                if give_up_after is not None and waiting.used and t - last_bound > give_up_after:
                     return
                 advance(t)
                 if server is not None:
@@ -583,7 +580,10 @@ class Scheduler:
                 errored[key] = self.cluster.revision
             else:
                 errored.pop(key, None)
-            report(out)
+            if give_up_after is not None and out.node is not None:
+                last_bound = self.clock()
+            if on_outcome is not None:
+                on_outcome(out)
 
 
 class PluginError(Exception):
