@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from kubesched.api.defaulting import with_admitted_priority
 from kubesched.api.objects import (
     GenericObject,
     Namespace,
@@ -169,6 +170,9 @@ def parse_objects(objects: list[dict[str, Any]], file: str, snap: Snapshot | Non
         if ident in seen and (kind in _PARSERS or kind in TYPED_OTHERS):
             raise InputError("duplicate object", file=file, obj=f"{kind} {ident[1]}")
         seen.add(ident)
+    if snap.pods:
+        classes = {pc.meta.name: pc for pc in snap.priority_classes}
+        snap.pods = [with_admitted_priority(p, classes) for p in snap.pods]
     return snap
 
 
