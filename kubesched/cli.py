@@ -255,6 +255,74 @@ def simulate_cmd(scenario: str, variants: tuple[str, ...], out: str | None, as_j
     _run(run)
 
 
+# ---------------------------------------------------------------- tune and sweep (kubesched.tune)
+
+ENGINE = click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+                      help="local process pool, or Ray tasks (pip install 'kubesched[ray]')")
+ADDRESS = click.option("--address", default=None, metavar="ADDRESS",
+                       help="an existing Ray cluster (as ray.init takes it); without it --engine ray starts a local one")
+WORKERS = click.option("--workers", type=click.IntRange(min=1), default=None,
+                       help="local processes, or CPUs of a Ray instance started here (default: one per core)")
+
+
+@main_group.command("tune")
+@click.argument("scenario", type=click.Path())
+@click.option("--space", required=True, type=click.Path(), help="TuneSpace: the parameters, objectives and constraints")
+@click.option("--out", default="out/tune", show_default=True, type=click.Path(),
+              help="folder for the study (resumable), the chosen documents and report.html")
+@click.option("--trials", type=click.IntRange(min=1), default=None, help="trials in the study (default: the space's)")
+@click.option("--seeds", type=click.IntRange(min=1), default=None, help="seeds per trial (default: the space's)")
+@click.option("--seed", "sampler_seed", type=int, default=None, help="the sampler's seed (default: the space's)")
+@ENGINE
+@ADDRESS
+@WORKERS
+@click.option("--json", "as_json", is_flag=True, help="print the results as one JSON document")
+@click.option("--progress/--no-progress", default=None, help="progress bar on stderr (default: when a terminal)")
+def tune_cmd(scenario: str, space: str, out: str, trials: int | None, seeds: int | None, sampler_seed: int | None,
+             engine: str, address: str | None, workers: int | None, as_json: bool, progress: bool | None) -> None:
+    """Search scheduler/descheduler settings for the Pareto front of the scenario's objectives (Optuna)."""
+
+    def run() -> None:
+        from kubesched.tune.command import tune_command
+        from kubesched.tune.engines import EngineError
+        from kubesched.tune.study import TuneOptions
+
+        try:
+            tune_command(scenario, space, out, TuneOptions(trials, seeds, engine, address, workers, sampler_seed),
+                         as_json, progress)
+        except EngineError as e:
+            click.echo(f"error: {e}", err=True)
+            sys.exit(1)
+
+    _run(run)
+
+
+@main_group.command("sweep")
+@click.argument("sweep_file", metavar="SWEEP", type=click.Path())
+@click.option("--out", default="out/sweep", show_default=True, type=click.Path(),
+              help="folder for the Parquet dataset (runs/), summary.csv and report.html")
+@ENGINE
+@ADDRESS
+@WORKERS
+@click.option("--json", "as_json", is_flag=True, help="print the summary as one JSON document")
+@click.option("--progress/--no-progress", default=None, help="progress bar on stderr (default: when a terminal)")
+def sweep_cmd(sweep_file: str, out: str, engine: str, address: str | None, workers: int | None, as_json: bool,
+              progress: bool | None) -> None:
+    """Run a grid of scenarios × variants × parameter values × seeds, each once, into one Parquet dataset."""
+
+    def run() -> None:
+        from kubesched.tune.command import sweep_command
+        from kubesched.tune.engines import EngineError
+
+        try:
+            sweep_command(sweep_file, out, engine, address, workers, as_json, progress)
+        except EngineError as e:
+            click.echo(f"error: {e}", err=True)
+            sys.exit(1)
+
+    _run(run)
+
+
 # ---------------------------------------------------------------- capture (a live cluster → a scenario)
 
 
@@ -307,6 +375,104 @@ def capture_cmd(kubeconfig: str | None, context: str | None, out: str, fmt: str,
                         max_retries=max_retries,
                         duration=duration, now=now, tables=tables, progress=progress,
                         as_json=as_json or output == "json")
+
+    _run(run)
+
+
+# ---------------------------------------------------------------- live: scheduler and descheduler processes
+
+
+def _live_options(port: int, lease: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The flags both live processes take, named as kube-scheduler's and the descheduler's."""
+    opts = [
+        click.option("--kubeconfig", type=click.Path(), default=None,
+                     help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the pod's service account)"),
+        click.option("--context", default=None, help="the kubeconfig context to use"),
+        click.option("--leader-elect/--no-leader-elect", default=False, show_default=True,
+                     help="run only while holding a coordination.k8s.io/v1 Lease"),
+        click.option("--leader-elect-lease-duration", "lease_duration", default="15s", show_default=True),
+        click.option("--leader-elect-renew-deadline", "renew_deadline", default="10s", show_default=True),
+        click.option("--leader-elect-retry-period", "retry_period", default="2s", show_default=True),
+        click.option("--leader-elect-resource-name", "lease_name", default=lease, show_default=True),
+        click.option("--leader-elect-resource-namespace", "lease_namespace", default="kube-system", show_default=True),
+        click.option("--bind-address", default="0.0.0.0", show_default=True, help="address of /healthz /readyz /metrics"),
+        click.option("--port", type=click.IntRange(0, 65535), default=port, show_default=True,
+                     help="port of /healthz /readyz /metrics (plain HTTP; 0: off)"),
+        click.option("-v", "--v", "verbosity", type=click.IntRange(0, 10), default=0, show_default=True,
+                     help="log verbosity"),
+        click.option("--logging-format", type=click.Choice(["text", "json"]), default="text", show_default=True),
+        click.option("--request-timeout", default="30s", show_default=True, metavar="DURATION"),
+    ]
+
+    def wrap(f: Callable[..., Any]) -> Callable[..., Any]:
+        for o in reversed(opts):
+            f = o(f)
+        return f
+
+    return wrap
+
+
+def _process_options(kw: dict[str, Any]) -> Any:
+    from kubesched.live.process import ProcessOptions
+    from kubesched.metrics.base import parse_duration
+
+    for k, flag in (("lease_duration", "leader-elect-lease-duration"), ("renew_deadline", "leader-elect-renew-deadline"),
+                    ("retry_period", "leader-elect-retry-period"), ("request_timeout", "request-timeout")):
+        kw[k] = parse_duration(kw[k], f"--{flag}")
+    return ProcessOptions(**kw)
+
+
+@main_group.command("scheduler")
+@click.option("--config", type=click.Path(), default=None, help="KubeSchedulerConfiguration (its profiles' schedulerNames)")
+@click.option("--metrics", default=None, metavar="SOURCE",
+              help="usage for load-aware plugins: metrics.k8s.io, a load-watcher URL, prometheus+URL, or a file")
+@click.option("--metrics-interval", default="30s", show_default=True, metavar="DURATION", help="how often to read it")
+@_plugins_option
+@SEED
+@_live_options(10259, "kubesched-scheduler")
+def scheduler_cmd(config: str | None, metrics: str | None, metrics_interval: str, plugins: tuple[str, ...], seed: int,
+                  **kw: Any) -> None:
+    """Run as a second scheduler of a live cluster: bind the pods whose schedulerName a profile serves."""
+
+    def run() -> None:
+        from kubesched.live.scheduler_process import SchedulerOptions, run_scheduler
+        from kubesched.metrics.base import parse_duration
+
+        opts = SchedulerOptions(config=config, seed=seed, metrics=metrics, plugins=plugins,
+                                metrics_interval=parse_duration(metrics_interval, "--metrics-interval"))
+        sys.exit(run_scheduler(_process_options(kw), opts))
+
+    _run(run)
+
+
+@main_group.command("descheduler")
+@click.option("--policy", required=True, type=click.Path(), help="DeschedulerPolicy (descheduler/v1alpha2)")
+@click.option("--descheduling-interval", "interval", default="0", show_default=True, metavar="DURATION",
+              help="time between cycles; 0: one cycle, then exit")
+@click.option("--dry-run", is_flag=True, help="send no eviction: report what would be evicted")
+@click.option("--metrics", default=None, metavar="SOURCE",
+              help="usage for load-aware strategies: metrics.k8s.io, a load-watcher URL, prometheus+URL, or a file")
+@click.option("--min-ready-nodes", type=int, default=2, show_default=True, help="skip a cycle with fewer ready nodes")
+@click.option("--scheduler-config", type=click.Path(), default=None,
+              help="KubeSchedulerConfiguration for node fit by the scheduler's own filters")
+@click.option("--sync-timeout", default="2m", show_default=True, metavar="DURATION",
+              help="one cycle only: give up (exit 1) when the cluster cannot be read in this time")
+@SEED
+@OUTPUT
+@_live_options(10258, "descheduler")
+def descheduler_cmd(policy: str, interval: str, dry_run: bool, metrics: str | None, min_ready_nodes: int,
+                    scheduler_config: str | None, sync_timeout: str, seed: int, output: str, **kw: Any) -> None:
+    """Run the descheduler against a live cluster: one cycle, or a cycle every --descheduling-interval."""
+
+    def run() -> None:
+        from kubesched.live.descheduler_process import DeschedulerOptions, run_descheduler
+        from kubesched.metrics.base import parse_duration
+
+        opts = DeschedulerOptions(policy=policy, interval=parse_duration(interval, "--descheduling-interval"),
+                                  dry_run=dry_run, metrics=metrics, min_ready_nodes=min_ready_nodes,
+                                  scheduler_config=scheduler_config, seed=seed, output=output,
+                                  sync_timeout=parse_duration(sync_timeout, "--sync-timeout"))
+        sys.exit(run_descheduler(_process_options(kw), opts))
 
     _run(run)
 

@@ -503,7 +503,7 @@ class Pod:
             spec["nodeName"] = node_name
         else:
             spec.pop("nodeName", None)
-        return replace(self, node_name=node_name, raw={**self.raw, "spec": spec})
+        return _evolve(self, node_name=node_name, raw={**self.raw, "spec": spec})
 
     def with_status(self, **fields: Any) -> Pod:
         """The pod with status fields set (a value of None removes the field)."""
@@ -513,8 +513,10 @@ class Pod:
                 status.pop(k, None)
             else:
                 status[k] = v
-        cache = {k: v for k, v in self.cache.items() if k not in STATUS_DERIVED_CACHE_KEYS}
-        return replace(self, phase=str(status.get("phase") or ""),
+        cache = dict(self.cache)
+        for k in STATUS_DERIVED_CACHE_KEYS:
+            cache.pop(k, None)
+        return _evolve(self, phase=str(status.get("phase") or ""),
                        nominated_node_name=str(status.get("nominatedNodeName") or ""),
                        raw={**self.raw, "status": status}, cache=cache)
 
@@ -523,11 +525,21 @@ class Pod:
         meta = dict(self.raw.get("metadata") or {})
         meta["deletionTimestamp"] = at.strftime("%Y-%m-%dT%H:%M:%SZ")
         meta["deletionGracePeriodSeconds"] = grace_period_seconds
-        return replace(self, meta=replace(self.meta, deletion_timestamp=at), raw={**self.raw, "metadata": meta})
+        return _evolve(self, meta=replace(self.meta, deletion_timestamp=at), raw={**self.raw, "metadata": meta})
 
 
 # Memo keys derived from a pod's status (dropped when the status changes).
 STATUS_DERIVED_CACHE_KEYS = frozenset({"start_time"})
+
+
+def _evolve(obj: Any, **changes: Any) -> Any:
+    """dataclasses.replace for a frozen slots dataclass whose fields need no validation: a field-by-field
+    copy (a pod changes state several times in its life; replace() re-runs __init__ each time)."""
+    new = object.__new__(type(obj))
+    setter = object.__setattr__
+    for name in obj.__slots__:
+        setter(new, name, changes[name] if name in changes else getattr(obj, name))
+    return new
 
 
 def parse_pod(raw: dict[str, Any]) -> Pod:

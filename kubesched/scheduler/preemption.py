@@ -212,12 +212,16 @@ class Evaluator:
         return self.handle.nominator.lower_priority_pods(pod, node_name)
 
     def _clear_nomination(self, pods: Sequence[Pod]) -> None:
+        """ClearNominatedNodeName: in the nominator, and in each pod's status through the API server."""
         cluster = self.handle.cluster
         for p in pods:
             self.handle.nominator.delete(p.key)
             cur = cluster.pods.get(p.key)
             if cur is not None and cur.nominated_node_name:
-                cluster.update(cur.with_status(nominatedNodeName=None), cause=Cause.PREEMPTION)
+                try:
+                    self.handle.client.update_pod_status(cur, cause=Cause.PREEMPTION, nominatedNodeName=None)
+                except ApiError:
+                    pass  # upstream logs it and goes on
 
     # -------------------------------------------------------- Preempt
 

@@ -107,7 +107,6 @@ def _init_worker(queue: Any) -> None:
 def run_variant(scenario_path: str, variant: VariantSpec, out_dir: str | None, parquet: bool,
                 overrides: dict[str, Any]) -> dict[str, Any]:
     """Run one variant; write its files; return what the comparison and the report need."""
-    from kubesched.sim.engine import Engine
     from kubesched.sim.output import write_variant
 
     s = load_scenario(scenario_path)
@@ -119,12 +118,29 @@ def run_variant(scenario_path: str, variant: VariantSpec, out_dir: str | None, p
             last[0] = frac
             _QUEUE.put((variant.name, frac))
 
-    result = Engine(s, variant, progress).run()
-    data = collect(result, s)
+    data = run_scenario(s, variant, progress)
     if out_dir is not None:
         write_variant(Path(out_dir) / "variants" / variant.name, data, parquet)
     if _QUEUE is not None:
         _QUEUE.put((variant.name, 1.0))
+    return data
+
+
+def run_scenario(s: Scenario, variant: VariantSpec, progress: Callable[[float], None] | None = None) -> dict[str, Any]:
+    """Run a loaded scenario under one variant in this process and return what `collect` returns.
+
+    The public entry point for programs that run many simulations (`kubesched tune`, `kubesched sweep`).
+    The summary also gets `pendingLongest`: the longest a pod waited to be bound, in seconds, counting the
+    pods still pending at the end up to the end.
+    """
+    from kubesched.sim.engine import Engine
+
+    engine = Engine(s, variant, progress)
+    result = engine.run()
+    data = collect(result, s)
+    waits = [b.t - b.created for b in result.recorder.bindings]
+    waits += [result.end - sp.created for sp in engine.pods.values() if not sp.node and not sp.gone]
+    data["summary"]["pendingLongest"] = round(max(waits, default=0.0), 3)
     return data
 
 
