@@ -16,6 +16,7 @@ import yaml
 from kubesched.cli import main_group
 from kubesched.config.descheduler_policy import load_descheduler_policy
 from kubesched.config.scheduler_config import load_scheduler_config
+from kubesched.descheduler.registry import default_registry
 from kubesched.live.informer import CORE_KINDS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -80,8 +81,12 @@ def test_rbac_grants_exactly_the_verbs_used(name: str) -> None:
         assert binding["subjects"] == [{"kind": "ServiceAccount", "name": sa["name"], "namespace": sa["namespace"]}]
 
 
+def _load_policy(path: str) -> Any:
+    return load_descheduler_policy(path, default_registry())
+
+
 @pytest.mark.parametrize("name,command,loader", [("scheduler.yaml", "scheduler", load_scheduler_config),
-                                                 ("descheduler.yaml", "descheduler", load_descheduler_policy)])
+                                                 ("descheduler.yaml", "descheduler", _load_policy)])
 def test_deployment_command_lines_parse_and_mounted_configs_load(name: str, command: str, loader: Any,
                                                                  tmp_path: Path) -> None:
     docs = documents(name)

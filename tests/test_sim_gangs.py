@@ -11,8 +11,9 @@ import pytest
 import yaml
 
 from kubesched.api.scheduling import PodGroup
+from kubesched.report.simulation import write_report
 from kubesched.sim.engine import Engine
-from kubesched.sim.runner import simulate
+from kubesched.sim.runner import run_simulation
 from kubesched.sim.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,9 +27,12 @@ def _files(root: Path) -> dict[str, bytes]:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     tmp = tmp_path_factory.mktemp("gang")
-    a = simulate(str(GANG), [], str(tmp / "a"), jobs=1)
-    b = simulate(str(GANG), [], str(tmp / "b"), jobs=2)
-    return {"tmp": tmp, "a": a, "b": b}
+    docs = {}
+    for name, jobs in (("a", 1), ("b", 2)):
+        run = run_simulation(str(GANG), [], str(tmp / name), jobs=jobs)
+        write_report(run)
+        docs[name] = run.doc
+    return {"tmp": tmp, **docs}
 
 
 def _summary(doc: dict[str, Any], variant: str) -> dict[str, Any]:
@@ -62,8 +66,11 @@ def test_same_scenario_same_bytes(runs: dict[str, Any]) -> None:
 
 def test_report_has_the_gang_section(runs: dict[str, Any]) -> None:
     html = (runs["tmp"] / "a" / "report.html").read_text()
-    assert 'id="gangs"' in html and "GPUs held by gangs below quorum" in html
+    assert 'id="gangs"' in html and 'id="gang-summary"' in html and 'id="gang-detail"' in html
+    # The held-GPU chart is drawn (not the sentence of an empty chart): the default variant holds 8 GPUs.
+    assert 'data-chart="gang-held-gpus"' in html and '<div class="chart empty" data-chart="gang-held-gpus"' not in html
     assert "(never started)" in html  # the default variant's gangs
+    assert "8 of 8 GPUs held idle by gangs below quorum at the end" in html  # the findings' sentence
     csv = (runs["tmp"] / "a" / "comparison.csv").read_text()
     assert "partialGangGpuHours" in csv and "gangsFinished" in csv
 

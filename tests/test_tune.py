@@ -189,8 +189,7 @@ def test_chosen_documents_are_accepted_and_reproduce_the_trial(inputs: dict[str,
     # kubesched simulate --variant reads the Variant and gives the trial's numbers seed by seed.
     per_seed = []
     for seed in doc["seeds"]:
-        r = simulate(str(inputs["scenario"]), [f"tuned={out / 'variant.yaml'}"], None, jobs=1, overrides={"seed": seed},
-                     html=False)
+        r = simulate(str(inputs["scenario"]), [f"tuned={out / 'variant.yaml'}"], None, jobs=1, overrides={"seed": seed})
         per_seed.append(next(v for v in r["variants"] if v["name"] == "tuned")["summary"])
     mean = sum(s["hotNodeMinutes"] for s in per_seed) / len(per_seed)
     assert mean == pytest.approx(chosen["scores"]["hotNodeMinutes.mean"])

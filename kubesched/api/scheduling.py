@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from kubesched.api import fields
 from kubesched.api.objects import ObjectMeta, Pod, ResourceList, parse_meta, parse_resource_list, parse_time
 from kubesched.errors import InputError
 
@@ -28,8 +29,6 @@ PHASE_UNKNOWN = "Unknown"
 PHASE_FINISHED = "Finished"
 PHASE_FAILED = "Failed"
 PHASES = (PHASE_PENDING, PHASE_RUNNING, PHASE_SCHEDULING, PHASE_UNKNOWN, PHASE_FINISHED, PHASE_FAILED)
-
-INT32_MAX = 2**31 - 1
 
 
 def pod_group_name(pod: Pod) -> str:
@@ -95,64 +94,55 @@ class ElasticQuota:
     kind = "ElasticQuota"
 
 
-def _check_api_version(raw: dict[str, Any], kind: str) -> str:
+def _check_api_version(raw: dict[str, Any]) -> str:
     version = raw.get("apiVersion")
     if version != API_VERSION:
         raise InputError(f"expected apiVersion {API_VERSION}, got {version!r}", field="apiVersion")
     return API_VERSION
 
 
-def _object(raw: Any, fld: str) -> dict[str, Any]:
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict):
-        raise InputError(f"expected an object, got {type(raw).__name__}", field=fld)
-    return raw
+def _int32(f: fields.Fields, key: str, minimum: int | None = None) -> int | None:
+    """An int32 field; below `minimum` is refused with the CRD schema's message."""
+    value: int | None = f.integer(key, bits=fields.INT32)
+    if value is not None and minimum is not None and value < minimum:
+        path = f.path(key)
+        raise f.error(key, f"Invalid value: {value}: {path} in body should be greater than or equal to {minimum}")
+    return value
 
 
-def _int32(raw: Any, fld: str, minimum: int | None = None) -> int | None:
-    if raw is None:
-        return None
-    if isinstance(raw, bool) or not isinstance(raw, int):
-        raise InputError(f"expected an integer, got {raw!r}", field=fld)
-    if raw > INT32_MAX or raw < -INT32_MAX - 1:
-        raise InputError(f"expected a 32-bit integer, got {raw}", field=fld)
-    if minimum is not None and raw < minimum:
-        raise InputError(f"Invalid value: {raw}: {fld} in body should be greater than or equal to {minimum}",
-                         field=fld)
-    return raw
-
-
-def _resource_list(raw: Any, fld: str) -> ResourceList | None:
+def _resource_list(f: fields.Fields, key: str) -> ResourceList | None:
+    raw = f.raw.get(key)
     if raw is None:
         return None
-    rl = parse_resource_list(raw, fld)
+    rl = parse_resource_list(raw, f.path(key))
     for name, q in rl.items():
         if q < 0:
-            raise InputError(f"must be greater than or equal to 0, got {raw[name]!r}", field=f"{fld}.{name}")
+            raise InputError(f"must be greater than or equal to 0, got {raw[name]!r}",
+                             field=fields.join(f.path(key), name))
     return rl
 
 
 def parse_pod_group(raw: dict[str, Any]) -> PodGroup:
     meta = parse_meta(raw, "PodGroup", namespaced=True)
     try:
-        version = _check_api_version(raw, "PodGroup")
-        spec = _object(raw.get("spec"), "spec")
-        status = _object(raw.get("status"), "status")
-        phase = status.get("phase") or ""
+        version = _check_api_version(raw)
+        doc = fields.Fields(raw)
+        spec = doc.object("spec")
+        status = doc.object("status")
+        phase = status.string("phase", "")
         if phase and phase not in PHASES:
-            raise InputError(f"expected one of {', '.join(PHASES)}, got {phase!r}", field="status.phase")
+            raise status.error("phase", f"expected one of {', '.join(PHASES)}, got {phase!r}")
         return PodGroup(
             meta=meta,
-            min_member=_int32(spec.get("minMember"), "spec.minMember", minimum=1) or 0,
-            min_resources=_resource_list(spec.get("minResources"), "spec.minResources"),
-            schedule_timeout_seconds=_int32(spec.get("scheduleTimeoutSeconds"), "spec.scheduleTimeoutSeconds"),
+            min_member=_int32(spec, "minMember", minimum=1) or 0,
+            min_resources=_resource_list(spec, "minResources"),
+            schedule_timeout_seconds=_int32(spec, "scheduleTimeoutSeconds"),
             status=PodGroupStatus(
-                phase=str(phase),
-                occupied_by=str(status.get("occupiedBy") or ""),
-                running=_int32(status.get("running"), "status.running", minimum=0) or 0,
-                succeeded=_int32(status.get("succeeded"), "status.succeeded", minimum=0) or 0,
-                failed=_int32(status.get("failed"), "status.failed", minimum=0) or 0,
+                phase=phase,
+                occupied_by=status.string("occupiedBy", ""),
+                running=_int32(status, "running", minimum=0) or 0,
+                succeeded=_int32(status, "succeeded", minimum=0) or 0,
+                failed=_int32(status, "failed", minimum=0) or 0,
                 schedule_start_time=parse_time(status.get("scheduleStartTime"), "status.scheduleStartTime"),
             ),
             raw=raw,
@@ -165,14 +155,15 @@ def parse_pod_group(raw: dict[str, Any]) -> PodGroup:
 def parse_elastic_quota(raw: dict[str, Any]) -> ElasticQuota:
     meta = parse_meta(raw, "ElasticQuota", namespaced=True)
     try:
-        version = _check_api_version(raw, "ElasticQuota")
-        spec = _object(raw.get("spec"), "spec")
-        status = _object(raw.get("status"), "status")
+        version = _check_api_version(raw)
+        doc = fields.Fields(raw)
+        spec = doc.object("spec")
+        status = doc.object("status")
         return ElasticQuota(
             meta=meta,
-            min=_resource_list(spec.get("min"), "spec.min"),
-            max=_resource_list(spec.get("max"), "spec.max"),
-            used=_resource_list(status.get("used"), "status.used") or {},
+            min=_resource_list(spec, "min"),
+            max=_resource_list(spec, "max"),
+            used=_resource_list(status, "used") or {},
             raw=raw,
             api_version=version,
         )

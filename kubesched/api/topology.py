@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from kubesched.api import fields
 from kubesched.api.objects import ObjectMeta, parse_meta
 from kubesched.api.quantity import parse_quantity
 from kubesched.errors import InputError
@@ -69,71 +70,47 @@ def numa_id_of(zone_name: str) -> int | None:
     return int(digits)
 
 
-def _list(raw: Any, fld: str) -> list[Any]:
-    if raw is None:
-        return []
-    if not isinstance(raw, list):
-        raise InputError(f"expected a list, got {type(raw).__name__}", field=fld)
-    return raw
-
-
-def _item(raw: Any, fld: str) -> dict[str, Any]:
-    if not isinstance(raw, dict):
-        raise InputError(f"expected an object, got {type(raw).__name__}", field=fld)
-    return raw
-
-
-def _name(raw: dict[str, Any], fld: str) -> str:
-    name = raw.get("name")
-    if not isinstance(name, str) or not name:
-        raise InputError("expected a non-empty name", field=f"{fld}.name")
-    return name
+def _name(f: fields.Fields) -> str:
+    name = f.string("name", "")
+    if not name:
+        raise f.error("name", "expected a non-empty name")
+    return name  # type: ignore[no-any-return]
 
 
 def _attributes(raw: Any, fld: str) -> tuple[tuple[str, str], ...]:
     out = []
-    for i, a in enumerate(_list(raw, fld)):
-        item = _item(a, f"{fld}[{i}]")
-        value = item.get("value", "")
-        if not isinstance(value, str):
-            raise InputError(f"expected a string, got {value!r}", field=f"{fld}[{i}].value")
-        out.append((_name(item, f"{fld}[{i}]"), value))
+    for i, a in enumerate(fields.sequence(raw, fld)):
+        item = fields.Fields(a, fields.join(fld, i))
+        out.append((_name(item), item.string("value", "")))
     return tuple(out)
 
 
-def _quantity(raw: Any, fld: str) -> Fraction:
+def _quantity(f: fields.Fields, key: str) -> Fraction:
+    raw = f.raw.get(key)
     if raw is None:
         return Fraction(0)
     try:
         q = parse_quantity(raw)
     except ValueError as e:
-        raise InputError(str(e), field=fld) from None
+        raise f.error(key, str(e)) from None
     if q < 0:
-        raise InputError(f"must be greater than or equal to 0, got {raw!r}", field=fld)
+        raise f.error(key, f"must be greater than or equal to 0, got {raw!r}")
     return q
 
 
 def _zone(raw: Any, fld: str) -> Zone:
-    z = _item(raw, fld)
+    z = fields.Fields(raw, fld)
     costs = []
-    for i, c in enumerate(_list(z.get("costs"), f"{fld}.costs")):
-        item = _item(c, f"{fld}.costs[{i}]")
-        value = item.get("value", 0)
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise InputError(f"expected an integer, got {value!r}", field=f"{fld}.costs[{i}].value")
-        costs.append(CostInfo(_name(item, f"{fld}.costs[{i}]"), value))
+    for i, c in enumerate(z.sequence("costs")):
+        item = fields.Fields(c, fields.join(z.path("costs"), i))
+        costs.append(CostInfo(_name(item), item.integer("value", 0, bits=fields.INT64)))
     resources = []
-    for i, r in enumerate(_list(z.get("resources"), f"{fld}.resources")):
-        item = _item(r, f"{fld}.resources[{i}]")
-        f = f"{fld}.resources[{i}]"
-        resources.append(ResourceInfo(_name(item, f), _quantity(item.get("capacity"), f"{f}.capacity"),
-                                      _quantity(item.get("allocatable"), f"{f}.allocatable"),
-                                      _quantity(item.get("available"), f"{f}.available")))
-    ztype = z.get("type", "")
-    if not isinstance(ztype, str):
-        raise InputError(f"expected a string, got {ztype!r}", field=f"{fld}.type")
-    return Zone(_name(z, fld), ztype, str(z.get("parent") or ""), tuple(costs),
-                _attributes(z.get("attributes"), f"{fld}.attributes"), tuple(resources))
+    for i, r in enumerate(z.sequence("resources")):
+        item = fields.Fields(r, fields.join(z.path("resources"), i))
+        resources.append(ResourceInfo(_name(item), _quantity(item, "capacity"), _quantity(item, "allocatable"),
+                                      _quantity(item, "available")))
+    return Zone(_name(z), z.string("type", ""), z.string("parent", ""), tuple(costs),
+                _attributes(z.raw.get("attributes"), z.path("attributes")), tuple(resources))
 
 
 def parse_node_resource_topology(raw: dict[str, Any]) -> NodeResourceTopology:
@@ -142,11 +119,9 @@ def parse_node_resource_topology(raw: dict[str, Any]) -> NodeResourceTopology:
         version = raw.get("apiVersion")
         if version != API_VERSION:
             raise InputError(f"expected apiVersion {API_VERSION}, got {version!r}", field="apiVersion")
-        policies = _list(raw.get("topologyPolicies"), "topologyPolicies")
-        for i, p in enumerate(policies):
-            if not isinstance(p, str):
-                raise InputError(f"expected a string, got {p!r}", field=f"topologyPolicies[{i}]")
-        zones = tuple(_zone(z, f"zones[{i}]") for i, z in enumerate(_list(raw.get("zones"), "zones")))
+        doc = fields.Fields(raw)
+        policies = doc.strings("topologyPolicies")
+        zones = tuple(_zone(z, fields.join("zones", i)) for i, z in enumerate(doc.sequence("zones")))
         return NodeResourceTopology(meta, tuple(policies), zones, _attributes(raw.get("attributes"), "attributes"),
                                     raw, API_VERSION)
     except InputError as e:

@@ -2,7 +2,8 @@
 
 Profiles are merged with the default plugin set exactly as upstream's `mergePlugins` does (defaults
 first, `disabled` names or `*` removed, a re-enabled default replaced in place, other custom plugins
-appended); plugin args are defaulted by each plugin (`Plugin.default_args`) when the framework builds.
+appended); plugin args stay documents here: the Framework builds each plugin's typed args (its `Args`)
+once, with the plugin's defaults and validation.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubesched.api import fields
+from kubesched.api.snapshot import read_document
 from kubesched.errors import InputError
 
 API_VERSIONS = ("kubescheduler.config.k8s.io/v1",)
@@ -136,11 +139,7 @@ def _parse_plugin_set(raw: Any, field: str) -> PluginSet:
 
 
 def _percentage(raw: Any, field: str) -> int | None:
-    if raw is None:
-        return None
-    if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0 or raw > 100:
-        raise InputError(f"expected an integer from 0 to 100, got {raw!r}", field=field)
-    return raw
+    return fields.optional_integer(raw, field, lo=0, hi=100, what="an integer from 0 to 100")
 
 
 def parse_profile(raw: Any, field: str) -> Profile:
@@ -222,6 +221,4 @@ def _parse(raw: Any, source: str) -> SchedulerConfig:
 def load_scheduler_config(path: str | None) -> SchedulerConfig:
     if path is None:
         return default_config()
-    from kubesched.api.snapshot import read_document
-
     return parse_scheduler_config(read_document(path, KIND), source=path)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kubesched.api.durations import format_go_duration, parse_go_duration  # noqa: F401  (re-exported)
+from kubesched.api.duration import DurationError, format_go_duration, parse_go_duration
 from kubesched.errors import InputError
 from kubesched.kubelet.quantities import GoQuantity, binary, parse_go_quantity
 
@@ -206,7 +206,7 @@ def parse_threshold_config(allocatable_config: Iterable[str], eviction_hard: Map
                              field=field)
         try:
             ns = parse_go_duration(val)
-        except ValueError as e:
+        except DurationError as e:
             raise InputError(str(e), field=field) from None
         if ns < 0:
             raise InputError(f"invalid eviction grace period specified: {val}, must be a positive value", field=field)

@@ -33,6 +33,7 @@ from typing import Any
 from prometheus_client import Counter, Histogram
 
 from kubesched.api.objects import Node, Pod, PodDisruptionBudget
+from kubesched.api.selectors import parse_label_selector_string
 from kubesched.client.inprocess import InProcessAPIServer
 from kubesched.client.interface import ApiError, Client, KubeEvent, TooManyRequests
 from kubesched.cluster.events import Cause
@@ -42,7 +43,7 @@ from kubesched.config.scheduler_config import load_scheduler_config
 from kubesched.descheduler.descheduler import CycleResult, Descheduler
 from kubesched.descheduler.framework import DeschedulerServices
 from kubesched.descheduler.metricscollector import MetricsCollector
-from kubesched.descheduler.nodeutil import parse_label_selector_string
+from kubesched.descheduler.registry import default_registry
 from kubesched.errors import InputError, RemoteError
 from kubesched.live.informer import InformerCache, Informers
 from kubesched.live.process import LiveProcess, ProcessOptions
@@ -152,7 +153,7 @@ class DeschedulerProcess:
         if opts.min_ready_nodes < 0:
             raise InputError(f"expected a non-negative number, got {opts.min_ready_nodes}", field="--min-ready-nodes")
         # The policy and configs are read before anything is asked of the API server (bad input: exit 2).
-        self.policy: DeschedulerPolicy = load_descheduler_policy(opts.policy)
+        self.policy: DeschedulerPolicy = load_descheduler_policy(opts.policy, default_registry())
         self.scheduler_config = load_scheduler_config(opts.scheduler_config) if opts.scheduler_config else None
         self.metrics = DeschedulerMetrics(proc)
         self.state = ClusterState()

@@ -18,7 +18,7 @@ from kubesched.client.interface import ApiError, KubeEvent, NotFound
 from kubesched.cluster.events import Cause
 from kubesched.cluster.state import NodeInfo
 from kubesched.errors import InputError
-from kubesched.scheduler.framework import Code, CycleState, Handle, PostFilterResult, Status
+from kubesched.scheduler.framework import Code, CycleState, Diagnosis, FitError, Handle, PostFilterResult, Status
 
 if TYPE_CHECKING:
     from kubesched.scheduler.runtime import Framework
@@ -257,8 +257,6 @@ class Evaluator:
 
     def _fit_error_message(self, pod: Pod, node_statuses: dict[str, Status]) -> str:
         """FitError.Error() over the dry run's statuses; nodes it did not record count as 'not helpful'."""
-        from kubesched.scheduler.scheduler import Diagnosis, FitError
-
         diagnosis = Diagnosis()
         absent = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, [NOT_HELPFUL])
         for info in self.handle.cluster.node_infos:

@@ -28,6 +28,8 @@ from kubesched.scheduler.framework import (
     PODS_TO_ACTIVATE_KEY,
     Code,
     CycleState,
+    Diagnosis,
+    FitError,
     Handle,
     PodsToActivate,
     PostFilterResult,
@@ -46,43 +48,6 @@ MIN_FEASIBLE_NODES_TO_FIND = 100
 _ACTIONS = {EventType.ADDED: "add", EventType.UPDATED: "update", EventType.DELETED: "delete",
             EventType.ASSUMED: "add", EventType.BOUND: "add", EventType.UNBOUND: "delete"}
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
-NO_NODE_AVAILABLE = "0/{} nodes are available"
-
-
-@dataclass
-class Diagnosis:
-    node_to_status: dict[str, Status] = field(default_factory=dict)
-    unschedulable_plugins: set[str] = field(default_factory=set)
-    pending_plugins: set[str] = field(default_factory=set)
-    pre_filter_msg: str = ""
-    post_filter_msg: str = ""
-    # Rows that failed Filter in a cycle that found feasible nodes; their statuses are not computed.
-    unresolved_failed_rows: np.ndarray | None = None
-
-
-class FitError(Exception):
-    def __init__(self, pod: Pod, num_all_nodes: int, diagnosis: Diagnosis) -> None:
-        self.pod = pod
-        self.num_all_nodes = num_all_nodes
-        self.diagnosis = diagnosis
-        super().__init__(self.message())
-
-    def message(self) -> str:
-        msg = NO_NODE_AVAILABLE.format(self.num_all_nodes) + ":"
-        d = self.diagnosis
-        if d.pre_filter_msg:
-            msg += f" {d.pre_filter_msg}."
-        else:
-            counts: dict[str, int] = {}
-            for st in d.node_to_status.values():
-                for r in st.reasons:
-                    counts[r] = counts.get(r, 0) + 1
-            hist = sorted(f"{v} {k}" for k, v in counts.items())
-            if hist:
-                msg += f" {', '.join(hist)}."
-        if d.post_filter_msg:
-            msg += f" {d.post_filter_msg}."
-        return msg
 
 
 @dataclass

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from kubesched.api.durations import format_seconds
+from kubesched.api.duration import SECOND, format_go_duration
 from kubesched.api.objects import Pod
 
 # framework.go maxTimeout: no plugin may make a pod wait longer than this.
@@ -97,7 +97,7 @@ class WaitingPod:
         if due is None or due > now:
             return False
         plugin = min(self._deadlines, key=lambda name: self._deadlines[name])
-        message = (f"rejected due to timeout after waiting {format_seconds(self.timeouts[plugin])} "
+        message = (f"rejected due to timeout after waiting {format_go_duration(round(self.timeouts[plugin] * SECOND))} "
                    f"at plugin {plugin}")
         self._deadlines.clear()
         self._send(PermitSignal(False, plugin, message, timed_out=True))

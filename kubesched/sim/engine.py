@@ -32,8 +32,9 @@ from kubesched.client.simulated import SimulatedAPIServer
 from kubesched.cluster.events import EventType
 from kubesched.cluster.state import ClusterState
 from kubesched.config.descheduler_policy import DeschedulerPolicy, parse_descheduler_policy
-from kubesched.config.kubelet_config import default_kubelet_config, parse_kubelet_config
 from kubesched.config.scheduler_config import SchedulerConfig, default_config, parse_scheduler_config
+from kubesched.descheduler.registry import default_registry
+from kubesched.kubelet.kubelet_config import default_kubelet_config, parse_kubelet_config
 from kubesched.scheduler.framework import SchedulerServices
 from kubesched.scheduler.scheduler import Outcome, Scheduler
 from kubesched.sim.context import (
@@ -123,7 +124,7 @@ class Engine:
         self.sched_config: SchedulerConfig = parse_scheduler_config(src.raw, src.source) if src else default_config()
         self.desched: DeschedulerSpec | None = v.descheduler if v.descheduler_set else s.descheduler
         self.policy: DeschedulerPolicy | None = (
-            parse_descheduler_policy(self.desched.policy.raw, self.desched.policy.source)
+            parse_descheduler_policy(self.desched.policy.raw, self.desched.policy.source, default_registry())
             if self.desched is not None else None)
         kcfg = v.kubelet or s.kubelet.config
         self.kubelet_config = parse_kubelet_config(kcfg.raw, kcfg.source) if kcfg else default_kubelet_config()

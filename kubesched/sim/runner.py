@@ -2,7 +2,9 @@
 
 Every variant runs in its own process from the scenario file (the same seed, the same usage for the same
 replicas), writes its results under `<out>/variants/<name>/`, and returns its summary and series; the
-parent writes `summary.json`, `comparison.csv` and the self-contained `report.html`.
+parent writes `summary.json` and `comparison.csv`. `run_simulation` returns everything a report needs
+(`SimulationRun`); the HTML report is drawn from it by the report layer (`kubesched.report.simulation`),
+which this module does not import.
 """
 
 from __future__ import annotations
@@ -12,12 +14,20 @@ import multiprocessing as mp
 import os
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from kubesched.cluster.state import ClusterState
+from kubesched.config.descheduler_policy import parse_descheduler_policy
+from kubesched.config.scheduler_config import default_config, parse_scheduler_config
+from kubesched.descheduler.registry import default_registry
 from kubesched.errors import InputError
+from kubesched.kubelet.kubelet_config import parse_kubelet_config
+from kubesched.scheduler.framework import SchedulerServices
+from kubesched.scheduler.scheduler import Scheduler
+from kubesched.sim.engine import Engine
+from kubesched.sim.output import have_pyarrow, json_dump, write_csv, write_variant
 from kubesched.sim.scenario import Scenario, VariantSpec, load_scenario, load_variant_file
 
 # What the comparison table shows, in order: (summary key, label, format).
@@ -27,10 +37,12 @@ TABLE_ROWS: list[tuple[str, str, str]] = [
     ("cpuRangeMean", "CPU spread: max − min (mean)", "pct"),
     ("cpuSpreadStdFinal", "CPU spread: std at the end", "pct"),
     ("cpuMaxPeak", "hottest node, peak", "pct"),
-    ("hotNodeMinutes", "hot-node minutes", "num"),
+    ("hotNodeMinutes", "hot-node minutes", "minutes"),
     ("memSpreadStdMean", "memory spread: std (mean)", "pct"),
     ("pendingMax", "pending pods, max", "int"),
-    ("schedulingLatencyP95", "scheduling latency p95 (s)", "num"),
+    ("podsWaited", "pods that waited to be scheduled", "int"),
+    ("schedulingLatencyP95", "scheduling wait, p95", "duration"),
+    ("schedulingLatencyMax", "scheduling wait, max", "duration"),
     ("podsScheduled", "pods scheduled", "int"),
     ("evictions", "evictions", "int"),
     ("deschedulerEvictions", "  by the descheduler", "int"),
@@ -43,7 +55,8 @@ TABLE_ROWS: list[tuple[str, str, str]] = [
 GANG_ROWS: list[tuple[str, str, str]] = [
     ("gangsStarted", "gangs started", "int"),
     ("gangsFinished", "gangs finished", "int"),
-    ("gangWaitMean", "gang wait, mean (s)", "num"),
+    ("gangWaitMean", "gang wait, mean", "duration"),
+    ("gangWaitMax", "gang wait, max", "duration"),
     ("permitTimeouts", "Permit timeouts", "int"),
     ("partialGangGpuHours", "GPU-hours held by gangs below quorum", "num"),
     ("partialGangGpusAtEnd", "GPUs held by gangs below quorum at the end", "int"),
@@ -75,20 +88,12 @@ def resolve_variants(s: Scenario, cli: list[str]) -> list[VariantSpec]:
 
 def check_variant(s: Scenario, v: VariantSpec) -> None:
     """Parse every configuration a variant uses (plugins, args) so that errors show before any run."""
-    from kubesched.cluster.state import ClusterState
-    from kubesched.config.kubelet_config import parse_kubelet_config
-    from kubesched.config.scheduler_config import default_config, parse_scheduler_config
-    from kubesched.scheduler.framework import SchedulerServices
-    from kubesched.scheduler.scheduler import Scheduler
-
     src = v.scheduler or s.scheduler
     cfg = parse_scheduler_config(src.raw, src.source) if src else default_config()
     Scheduler(ClusterState(), cfg, seed=s.seed, services=SchedulerServices(start=s.start))
     desched = v.descheduler if v.descheduler_set else s.descheduler
     if desched is not None:
-        from kubesched.config.descheduler_policy import parse_descheduler_policy
-
-        parse_descheduler_policy(desched.policy.raw, desched.policy.source)
+        parse_descheduler_policy(desched.policy.raw, desched.policy.source, default_registry())
     k = v.kubelet or s.kubelet.config
     if k is not None:
         parse_kubelet_config(k.raw, k.source)
@@ -107,8 +112,6 @@ def _init_worker(queue: Any) -> None:
 def run_variant(scenario_path: str, variant: VariantSpec, out_dir: str | None, parquet: bool,
                 overrides: dict[str, Any]) -> dict[str, Any]:
     """Run one variant; write its files; return what the comparison and the report need."""
-    from kubesched.sim.output import write_variant
-
     s = load_scenario(scenario_path)
     s = apply_overrides(s, overrides)
     last = [-1.0]
@@ -133,7 +136,6 @@ def run_scenario(s: Scenario, variant: VariantSpec, progress: Callable[[float], 
     The summary also gets `pendingLongest`: the longest a pod waited to be bound, in seconds, counting the
     pods still pending at the end up to the end.
     """
-    from kubesched.sim.engine import Engine
 
     engine = Engine(s, variant, progress)
     result = engine.run()
@@ -173,6 +175,7 @@ def collect(result: Any, s: Scenario) -> dict[str, Any]:
         "node_cpu": rec.matrix(rec.node_cpu),
         "node_mem": rec.matrix(rec.node_mem),
         "node_cpu_req": rec.matrix(rec.node_cpu_req),
+        "node_requested": {res: rec.matrix(rows) for res, rows in rec.node_requested.items()},
         "evictions": [dataclasses.asdict(e) for e in rec.evictions],
         "bindings": [dataclasses.asdict(b) for b in rec.bindings],
         "oom_kills": list(rec.oom_kills),
@@ -185,12 +188,22 @@ def collect(result: Any, s: Scenario) -> dict[str, Any]:
 # ---------------------------------------------------------------- all variants
 
 
-def simulate(scenario_path: str, cli_variants: list[str], out_dir: str | None, jobs: int | None = None,
-             overrides: dict[str, Any] | None = None, html: bool = True,
-             on_progress: Callable[[str, float], None] | None = None) -> dict[str, Any]:
-    """Run every variant and write the comparison; returns the JSON document `--json` prints."""
-    from kubesched.sim.output import have_pyarrow, json_dump, write_csv
+@dataclass(slots=True)
+class SimulationRun:
+    """One `kubesched simulate`: the scenario, its variants, each variant's results (summary, series,
+    per-node matrices, events: what `collect` returns), and `doc`, the JSON document the CLI prints."""
 
+    scenario: Scenario
+    variants: list[VariantSpec]
+    results: list[dict[str, Any]]
+    doc: dict[str, Any]
+    out: Path | None
+
+
+def run_simulation(scenario_path: str, cli_variants: list[str], out_dir: str | None, jobs: int | None = None,
+                   overrides: dict[str, Any] | None = None,
+                   on_progress: Callable[[str, float], None] | None = None) -> SimulationRun:
+    """Run every variant; with `out_dir`, write the per-variant files, summary.json and comparison.csv."""
     s = apply_overrides(load_scenario(scenario_path), overrides or {})
     variants = resolve_variants(s, cli_variants)
     for v in variants:
@@ -204,7 +217,7 @@ def simulate(scenario_path: str, cli_variants: list[str], out_dir: str | None, j
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
     results = _run_all(scenario_path, variants, str(out) if out else None, parquet, overrides or {}, jobs, on_progress)
-    doc = {
+    doc: dict[str, Any] = {
         "scenario": s.name,
         "seed": s.seed,
         "duration": s.duration,
@@ -217,15 +230,18 @@ def simulate(scenario_path: str, cli_variants: list[str], out_dir: str | None, j
         rows = [[key] + [r["summary"].get(key) for r in results]
                 for key, _, _ in table_rows([r["summary"] for r in results])]
         write_csv(out / "comparison.csv", header, rows)
-        if html:
-            from kubesched.report.html import render_report
-
-            (out / "report.html").write_text(render_report(s, variants, results))
         doc["files"] = {"summary": str(out / "summary.json"), "comparison": str(out / "comparison.csv"),
-                        "report": str(out / "report.html") if html else None,
+                        "report": None,
                         "variants": {r["variant"]: str(out / "variants" / r["variant"]) for r in results},
                         "parquet": parquet}
-    return doc
+    return SimulationRun(s, variants, results, doc, out)
+
+
+def simulate(scenario_path: str, cli_variants: list[str], out_dir: str | None, jobs: int | None = None,
+             overrides: dict[str, Any] | None = None,
+             on_progress: Callable[[str, float], None] | None = None) -> dict[str, Any]:
+    """Run every variant and write the comparison (no HTML report); returns the JSON document the CLI prints."""
+    return run_simulation(scenario_path, cli_variants, out_dir, jobs, overrides, on_progress).doc
 
 
 def _description(v: VariantSpec) -> str:
@@ -282,22 +298,3 @@ class _ListQueue:
     def put(self, item: tuple[str, float]) -> None:
         if self.cb is not None:
             self.cb(*item)
-
-
-def format_cell(value: Any, kind: str) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float) and np.isnan(value):
-        return "-"
-    if kind == "pct":
-        return f"{100 * float(value):.1f}%"
-    if kind == "int":
-        return str(int(value))
-    return f"{float(value):.1f}" if isinstance(value, float) else str(value)
-
-
-def comparison_rows(doc: dict[str, Any]) -> list[list[str]]:
-    rows = []
-    for key, label, kind in table_rows([v["summary"] for v in doc["variants"]]):
-        rows.append([label] + [format_cell(v["summary"].get(key), kind) for v in doc["variants"]])
-    return rows

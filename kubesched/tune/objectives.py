@@ -32,7 +32,7 @@ from kubesched.sim.units import parse_duration
 # and run_scenario); tests check this list against a real run.
 SUMMARY_METRICS = (
     "cpuUtilisationMean", "cpuSpreadStdMean", "cpuSpreadStdFinal", "cpuRangeMean", "cpuMaxPeak", "memSpreadStdMean",
-    "hotNodeMinutes", "pendingMax", "pendingMean", "pendingLongest", "podsCreated", "podsScheduled",
+    "hotNodeMinutes", "pendingMax", "pendingMean", "pendingLongest", "podsCreated", "podsScheduled", "podsWaited",
     "failedSchedulingAttempts", "schedulingLatencyP50", "schedulingLatencyP95", "schedulingLatencyMax", "evictions",
     "deschedulerEvictions", "kubeletEvictions", "oomKills", "loopWorkloads", "loopEpisodes", "loopingEvictions",
     "deschedulerCycles",

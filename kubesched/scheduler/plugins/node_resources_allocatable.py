@@ -19,56 +19,45 @@ from typing import Any
 
 import numpy as np
 
+from kubesched.api import fields
 from kubesched.api.objects import Pod
 from kubesched.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_resource
 from kubesched.cluster.state import ClusterState, NodeInfo
-from kubesched.errors import InputError
+from kubesched.config.plugin_args import PluginArgs
 from kubesched.scheduler.framework import CycleState, Handle, ScorePlugin, Status
-from kubesched.scheduler.plugins.args import META_KEYS
 from kubesched.scheduler.plugins.gomath import go_div, go_div_array
 from kubesched.scheduler.plugins.pod_state import min_max_normalize
+from kubesched.scheduler.plugins.resource_allocation import ResourceSpec
 
 LEAST = "Least"
 MOST = "Most"
-DEFAULT_RESOURCES: tuple[tuple[str, int], ...] = ((CPU, 1 << 20), (MEMORY, 1))
+DEFAULT_RESOURCES = (ResourceSpec(CPU, 1 << 20), ResourceSpec(MEMORY, 1))
 
 
 @dataclass(frozen=True, slots=True)
-class NodeResourcesAllocatableArgs:
-    resources: tuple[tuple[str, int], ...] = DEFAULT_RESOURCES
+class NodeResourcesAllocatableArgs(PluginArgs):
+    """NodeResourcesAllocatableArgs (v1): `resources` (name and weight), `mode`."""
+
+    resources: tuple[ResourceSpec, ...] = DEFAULT_RESOURCES
     mode: str = LEAST
 
     @classmethod
     def from_raw(cls, raw: Mapping[str, Any] | None, field: str = "") -> NodeResourcesAllocatableArgs:
-        raw = raw or {}
-        prefix = f"{field}." if field else ""
-        for key in raw:
-            if key not in ("resources", "mode") and key not in META_KEYS:
-                raise InputError(f"unknown field {key!r}; expected one of mode, resources", field=prefix + key)
-        items = raw.get("resources")
-        if items is not None and not isinstance(items, list):
-            raise InputError(f"expected a list, got {type(items).__name__}", field=prefix + "resources")
-        resources: list[tuple[str, int]] = []
-        for i, r in enumerate(items or []):
-            f = f"{prefix}resources[{i}]"
-            if not isinstance(r, dict) or not isinstance(r.get("name"), str):
-                raise InputError("expected a resource with a name and a weight", field=f)
-            unknown = set(r) - {"name", "weight"}
-            if unknown:
-                raise InputError(f"unknown field {sorted(unknown)[0]!r}", field=f)
-            w = r.get("weight", 0)
-            if isinstance(w, bool) or not isinstance(w, int):
-                raise InputError(f"expected an integer weight, got {w!r}", field=f"{f}.weight")
-            if w <= 0:
-                raise InputError(f"Invalid value: {w}: resource weight of {r['name']} should be a positive value, "
-                                 f"got :{w}", field=f"{f}.weight")
-            resources.append((r["name"], w))
-        mode = raw.get("mode") or LEAST
+        a = fields.Fields(raw, field, allowed=("mode", "resources"))
+        weights: dict[str, int] = {}
+        for i, item in enumerate(a.sequence("resources")):
+            r = fields.Fields(item, fields.join(a.path("resources"), i), allowed=("name", "weight"))
+            name = r.string("name", "")
+            weight = r.integer("weight", 0, bits=fields.INT64)
+            if weight <= 0:  # ValidateNodeResourcesAllocatableArgs
+                raise r.error("weight", f"Invalid value: {weight}: resource weight of {name} should be a positive "
+                                        f"value, got :{weight}")
+            weights[name] = weight  # a repeated name keeps its last weight (the plugin reads a map)
+        mode = a.string("mode", "") or LEAST
         if mode not in (LEAST, MOST):
-            raise InputError(f"Invalid value: {mode!r}: invalid support ModeType", field=prefix + "mode")
-        # A repeated name keeps its last weight (the args become a map).
-        merged = dict(resources) if resources else dict(DEFAULT_RESOURCES)
-        return cls(tuple(merged.items()), mode)
+            raise a.error("mode", f"Invalid value: {mode!r}: invalid support ModeType")
+        resources = tuple(ResourceSpec(n, w) for n, w in weights.items())
+        return cls(resources or DEFAULT_RESOURCES, mode)
 
 
 def _allocatable_of(info_alloc: Mapping[str, int], resource: str) -> int:
@@ -82,27 +71,26 @@ class NodeResourcesAllocatable(ScorePlugin):
     name = "NodeResourcesAllocatable"
     Args = NodeResourcesAllocatableArgs
 
-    def __init__(self, args: NodeResourcesAllocatableArgs | Mapping[str, Any] | None, handle: Handle) -> None:
-        super().__init__(None, handle)
-        self.args = (args if isinstance(args, NodeResourcesAllocatableArgs)
-                     else NodeResourcesAllocatableArgs.from_raw(args))
+    def __init__(self, args: NodeResourcesAllocatableArgs | None, handle: Handle) -> None:
+        super().__init__(args if args is not None else NodeResourcesAllocatableArgs(), handle)
+        self.args: NodeResourcesAllocatableArgs
         self.sign = -1 if self.args.mode == LEAST else 1
-        self.weight_sum = sum(w for _, w in self.args.resources)
+        self.weight_sum = sum(r.weight for r in self.args.resources)
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status]:
         total = 0
-        for resource, weight in self.args.resources:
-            total += self.sign * _allocatable_of(node_info.allocatable, resource) * weight
+        for r in self.args.resources:
+            total += self.sign * _allocatable_of(node_info.allocatable, r.name) * r.weight
         return go_div(total, self.weight_sum), Status()
 
     def score_nodes(self, state: CycleState, pod: Pod, cluster: ClusterState, rows: np.ndarray) -> np.ndarray | None:
         table = cluster.table
         total = np.zeros(len(rows), dtype=np.int64)
-        for resource, weight in self.args.resources:
-            col = table.column.get(resource)
-            if col is None or not (resource in (CPU, MEMORY, EPHEMERAL_STORAGE) or is_scalar_resource(resource)):
+        for r in self.args.resources:
+            col = table.column.get(r.name)
+            if col is None or not (r.name in (CPU, MEMORY, EPHEMERAL_STORAGE) or is_scalar_resource(r.name)):
                 continue
-            total += self.sign * table.alloc[rows, col] * weight
+            total += self.sign * table.alloc[rows, col] * r.weight
         return go_div_array(total, self.weight_sum)
 
     def normalize_score(self, state: CycleState, pod: Pod, scores: np.ndarray, rows: np.ndarray) -> Status | None:

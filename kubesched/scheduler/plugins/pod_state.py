@@ -12,6 +12,7 @@ import numpy as np
 
 from kubesched.api.objects import Pod
 from kubesched.cluster.state import NodeInfo
+from kubesched.config.plugin_args import no_args
 from kubesched.scheduler.framework import MAX_NODE_SCORE, MIN_NODE_SCORE, CycleState, ScorePlugin, Status
 from kubesched.scheduler.plugins.gomath import go_div_array
 
@@ -31,6 +32,7 @@ def min_max_normalize(scores: np.ndarray) -> None:
 
 class PodState(ScorePlugin):
     name = "PodState"
+    Args = no_args("PodState")
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status]:
         nominated = len(self.handle.nominator.pods_for_node(node_info.name))

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubesched.api.qos import BEST_EFFORT, BURSTABLE, GUARANTEED, qos_class
+from kubesched.config.plugin_args import no_args
 from kubesched.scheduler.framework import QueuedPodInfo, QueueSortPlugin
 
 _RANK = {BEST_EFFORT: 1, BURSTABLE: 2, GUARANTEED: 3}
@@ -17,6 +18,7 @@ _RANK = {BEST_EFFORT: 1, BURSTABLE: 2, GUARANTEED: 3}
 
 class QOSSort(QueueSortPlugin):
     name = "QOSSort"
+    Args = no_args("QOSSort")
 
     def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
         pa, pb = a.pod.effective_priority, b.pod.effective_priority

@@ -18,7 +18,7 @@ reserved); a quota is "over min" when its use exceeds `min` in any resource.
   reprieved most important first (PDB-violating ones first) while the pod still fits and the quotas hold.
   Every node with an Unschedulable status is a candidate (offset 0, all nodes).
 - Reserve/Unreserve: the pod counts in its quota while assumed.
-No args.
+No args (any pluginConfig args are refused).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from kubesched.api.objects import Pod, PodDisruptionBudget
 from kubesched.api.scheduling import ElasticQuota
 from kubesched.cluster.events import Event, EventType
 from kubesched.cluster.state import ClusterState, NodeInfo
+from kubesched.config.plugin_args import no_args
 from kubesched.scheduler.framework import (
     ClusterEvent,
     Code,
@@ -105,9 +106,10 @@ class _QuotaExtensions(PreFilterExtensions):
 
 class CapacityScheduling(PreFilterPlugin, PostFilterPlugin, ReservePlugin):
     name = NAME
+    Args = no_args(NAME)
 
     def __init__(self, args: Any, handle: Handle) -> None:
-        super().__init__(None, handle)
+        super().__init__(args, handle)
         self.infos = ElasticQuotaInfos()
         self._extensions = _QuotaExtensions()
         cluster = handle.cluster

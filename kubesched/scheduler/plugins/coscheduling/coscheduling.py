@@ -28,10 +28,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kubesched.api import fields
 from kubesched.api.objects import Pod
 from kubesched.api.scheduling import pod_group_full_name, pod_group_name
 from kubesched.cluster.state import ClusterState
-from kubesched.errors import InputError
+from kubesched.config.plugin_args import PluginArgs
 from kubesched.scheduler.framework import (
     PODS_TO_ACTIVATE_KEY,
     ClusterEvent,
@@ -48,7 +49,6 @@ from kubesched.scheduler.framework import (
     ReservePlugin,
     Status,
 )
-from kubesched.scheduler.plugins.args import META_KEYS
 from kubesched.scheduler.plugins.coscheduling.core import (
     POD_GROUP_NOT_FOUND,
     POD_GROUP_NOT_SPECIFIED,
@@ -61,33 +61,21 @@ NAME = "Coscheduling"
 DEFAULT_WAIT_TIME = 60.0  # util.DefaultWaitTime
 
 
-def _int_arg(raw: Mapping[str, Any], key: str, default: int, field: str) -> int:
-    v = raw.get(key)
-    if v is None:
-        return default
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise InputError(f"expected an integer, got {v!r}", field=f"{field}.{key}" if field else key)
-    return v
-
-
 @dataclass(frozen=True, slots=True)
-class CoschedulingArgs:
+class CoschedulingArgs(PluginArgs):
+    """CoschedulingArgs (v1): whole seconds, int64; defaults 60, 0 and 10; ValidateCoschedulingArgs."""
+
     permit_waiting_time_seconds: int = 60
     pod_group_backoff_seconds: int = 0
     pod_group_reject_percentage: int = 10
 
     @classmethod
     def from_raw(cls, raw: Mapping[str, Any] | None, field: str = "") -> CoschedulingArgs:
-        raw = raw or {}
-        known = {"permitWaitingTimeSeconds", "podGroupBackoffSeconds", "podGroupRejectPercentage"}
-        for key in raw:
-            if key not in known and key not in META_KEYS:
-                raise InputError(f"unknown field {key!r}; expected one of {', '.join(sorted(known))}",
-                                 field=f"{field}.{key}" if field else key)
-        args = cls(_int_arg(raw, "permitWaitingTimeSeconds", 60, field),
-                   _int_arg(raw, "podGroupBackoffSeconds", 0, field),
-                   _int_arg(raw, "podGroupRejectPercentage", 10, field))
-        # ValidateCoschedulingArgs
+        a = fields.Fields(raw, field, allowed=("permitWaitingTimeSeconds", "podGroupBackoffSeconds",
+                                               "podGroupRejectPercentage"))
+        args = cls(a.integer("permitWaitingTimeSeconds", 60, bits=fields.INT64),
+                   a.integer("podGroupBackoffSeconds", 0, bits=fields.INT64),
+                   a.integer("podGroupRejectPercentage", 10, bits=fields.INT64))
         for key, value, bad, expect in (
                 ("permitWaitingTimeSeconds", args.permit_waiting_time_seconds, args.permit_waiting_time_seconds < 0,
                  "must be greater than 0"),
@@ -96,7 +84,7 @@ class CoschedulingArgs:
                 ("podGroupRejectPercentage", args.pod_group_reject_percentage,
                  not 0 <= args.pod_group_reject_percentage <= 100, "must be between 0 and 100")):
             if bad:
-                raise InputError(f"Invalid value: {value}: {expect}", field=f"{field}.{key}" if field else key)
+                raise a.error(key, f"Invalid value: {value}: {expect}")
         return args
 
 
@@ -104,9 +92,9 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, PermitPlu
     name = NAME
     Args = CoschedulingArgs
 
-    def __init__(self, args: CoschedulingArgs | Mapping[str, Any] | None, handle: Handle) -> None:
-        super().__init__(None, handle)
-        self.args = args if isinstance(args, CoschedulingArgs) else CoschedulingArgs.from_raw(args)
+    def __init__(self, args: CoschedulingArgs | None, handle: Handle) -> None:
+        super().__init__(args if args is not None else CoschedulingArgs(), handle)
+        self.args: CoschedulingArgs
         self.schedule_timeout = float(self.args.permit_waiting_time_seconds)
         self.reject_threshold = self.args.pod_group_reject_percentage / 100.0
         self.backoff = float(self.args.pod_group_backoff_seconds)

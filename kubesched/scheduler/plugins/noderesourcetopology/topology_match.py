@@ -20,15 +20,17 @@ preemptionMode (Disabled, the default, or Enabled).
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kubesched.api import fields
 from kubesched.api.objects import Pod
 from kubesched.api.qos import BEST_EFFORT, GUARANTEED, qos_class
 from kubesched.cluster.state import ClusterState, NodeInfo
-from kubesched.errors import InputError
+from kubesched.config.plugin_args import OMITEMPTY, PluginArgs
 from kubesched.scheduler.framework import (
     MAX_NODE_SCORE,
     ClusterEvent,
@@ -44,7 +46,6 @@ from kubesched.scheduler.framework import (
     ScorePlugin,
     Status,
 )
-from kubesched.scheduler.plugins.args import META_KEYS
 from kubesched.scheduler.plugins.noderesourcetopology.cache import DiscardReservedCache, NRTCache, OverReserveCache
 from kubesched.scheduler.plugins.noderesourcetopology.filter import (
     filter_handler,
@@ -65,88 +66,80 @@ from kubesched.scheduler.plugins.noderesourcetopology.score import (
     least_numa_pod_scope,
     score_for_each_numa_node,
 )
+from kubesched.scheduler.plugins.resource_allocation import DEFAULT_RESOURCE_SPECS, ResourceSpec
 
 NAME = "NodeResourceTopologyMatch"
 LEAST_NUMA_NODES = "LeastNUMANodes"
-SCORING_STRATEGIES = ("MostAllocated", "BalancedAllocation", "LeastAllocated", LEAST_NUMA_NODES)
+LEAST_ALLOCATED = "LeastAllocated"
+SCORING_STRATEGIES = ("MostAllocated", "BalancedAllocation", LEAST_ALLOCATED, LEAST_NUMA_NODES)
 PREEMPTION_MODES = ("Disabled", "Enabled")
 VICTIMS_KEY = "stateVictimPods"
 _CACHE_FIELDS = {"foreignPodsDetect": ("None", "All", "OnlyExclusiveResources"),
                  "resyncMethod": ("Autodetect", "All", "OnlyExclusiveResources"),
                  "informerMode": ("Shared", "Dedicated"),
                  "resyncScope": ("All", "OnlyResources")}
-DEFAULT_RESOURCES = (("cpu", 1), ("memory", 1))
-_CACHE_DEFAULTS = (("foreignPodsDetect", "All"), ("resyncMethod", "Autodetect"), ("informerMode", "Dedicated"))
-
-
-def _check_known(raw: Mapping[str, Any], known: set[str], field: str) -> None:
-    for key in raw:
-        if key not in known and key not in META_KEYS:
-            raise InputError(f"unknown field {key!r}; expected one of {', '.join(sorted(known))}",
-                             field=f"{field}{key}")
 
 
 @dataclass(frozen=True, slots=True)
-class NodeResourceTopologyMatchArgs:
-    scoring_strategy: str = "LeastAllocated"
-    resources: tuple[tuple[str, int], ...] = DEFAULT_RESOURCES
+class ScoringStrategy:
+    """ScoringStrategy: the type and the resources it weighs (a weight of 0 counts as 1)."""
+
+    type: str = LEAST_ALLOCATED
+    resources: tuple[ResourceSpec, ...] = DEFAULT_RESOURCE_SPECS
+
+
+@dataclass(frozen=True, slots=True)
+class NodeResourceTopologyCache:
+    """NodeResourceTopologyCache (v1 defaults): how the overreserve cache resyncs (accepted, not modelled)."""
+
+    foreign_pods_detect: str = "All"
+    resync_method: str = "Autodetect"
+    informer_mode: str = "Dedicated"
+    resync_scope: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NodeResourceTopologyMatchArgs(PluginArgs):
+    """NodeResourceTopologyMatchArgs (v1), defaulted and validated as upstream."""
+
+    scoring_strategy: ScoringStrategy = ScoringStrategy()
     cache_resync_period_seconds: int = 0
-    discard_reserved_nodes: bool = False
-    cache: tuple[tuple[str, str], ...] = _CACHE_DEFAULTS
+    discard_reserved_nodes: bool = dataclasses.field(default=False, metadata=OMITEMPTY)
+    cache: NodeResourceTopologyCache = NodeResourceTopologyCache()
     preemption_mode: str = "Disabled"
 
     @classmethod
     def from_raw(cls, raw: Mapping[str, Any] | None, field: str = "") -> NodeResourceTopologyMatchArgs:
-        raw = raw or {}
-        p = f"{field}." if field else ""
-        _check_known(raw, {"scoringStrategy", "cacheResyncPeriodSeconds", "discardReservedNodes", "cache",
-                           "preemptionMode"}, p)
-        strategy = "LeastAllocated"
-        resources: list[tuple[str, int]] = []
-        ss = raw.get("scoringStrategy")
-        if ss is not None:
-            if not isinstance(ss, dict):
-                raise InputError(f"expected an object, got {type(ss).__name__}", field=f"{p}scoringStrategy")
-            _check_known(ss, {"type", "resources"}, f"{p}scoringStrategy.")
-            strategy = ss.get("type") or ""
-            items = ss.get("resources") or []
-            if not isinstance(items, list):
-                raise InputError("expected a list", field=f"{p}scoringStrategy.resources")
-            for i, r in enumerate(items):
-                f = f"{p}scoringStrategy.resources[{i}]"
-                if not isinstance(r, dict) or not isinstance(r.get("name"), str):
-                    raise InputError("expected a resource with a name and a weight", field=f)
-                w = r.get("weight", 0)
-                if isinstance(w, bool) or not isinstance(w, int):
-                    raise InputError(f"expected an integer weight, got {w!r}", field=f"{f}.weight")
-                resources.append((r["name"], w or 1))
+        a = fields.Fields(raw, field, allowed=("cache", "cacheResyncPeriodSeconds", "discardReservedNodes",
+                                               "preemptionMode", "scoringStrategy"))
+        ss = a.object("scoringStrategy", ("resources", "type"))
+        strategy = ss.string("type", "") if a.has("scoringStrategy") else LEAST_ALLOCATED
         if strategy not in SCORING_STRATEGIES:
-            raise InputError(f"Invalid value: {strategy!r}: invalid ScoringStrategyType",
-                             field=f"{p}scoringStrategy.type")
-        period = raw.get("cacheResyncPeriodSeconds", 0)
-        if isinstance(period, bool) or not isinstance(period, int):
-            raise InputError(f"expected an integer, got {period!r}", field=f"{p}cacheResyncPeriodSeconds")
-        discard = raw.get("discardReservedNodes", False)
-        if not isinstance(discard, bool):
-            raise InputError(f"expected true or false, got {discard!r}", field=f"{p}discardReservedNodes")
-        cache = dict(_CACHE_DEFAULTS)
-        cache_raw = raw.get("cache")
-        if cache_raw is not None:
-            if not isinstance(cache_raw, dict):
-                raise InputError("expected an object", field=f"{p}cache")
-            _check_known(cache_raw, set(_CACHE_FIELDS), f"{p}cache.")
-            for key, value in cache_raw.items():
-                if key in META_KEYS:
-                    continue
-                if value not in _CACHE_FIELDS[key]:
-                    raise InputError(f"expected one of {', '.join(_CACHE_FIELDS[key])}, got {value!r}",
-                                     field=f"{p}cache.{key}")
-                cache[key] = value
-        mode = raw.get("preemptionMode", "Disabled")
+            raise ss.error("type", f"Invalid value: {strategy!r}: invalid ScoringStrategyType")
+        resources: list[ResourceSpec] = []
+        for i, item in enumerate(ss.sequence("resources")):
+            r = fields.Fields(item, fields.join(ss.path("resources"), i), allowed=("name", "weight"))
+            resources.append(ResourceSpec(r.string("name", ""), r.integer("weight", 0, bits=fields.INT64) or 1))
+        # A repeated name keeps its last weight (the plugin reads them as a map).
+        merged = tuple(ResourceSpec(n, w) for n, w in {r.name: r.weight for r in resources}.items())
+        period = a.integer("cacheResyncPeriodSeconds", 0, bits=fields.INT64)
+        discard = a.boolean("discardReservedNodes")
+        c = a.object("cache", tuple(_CACHE_FIELDS))
+        values: dict[str, str | None] = {}
+        for key, allowed in _CACHE_FIELDS.items():
+            value = c.string(key)
+            if value is not None and value not in allowed:
+                raise c.error(key, f"expected one of {', '.join(allowed)}, got {value!r}")
+            values[key] = value
+        defaults = NodeResourceTopologyCache()
+        cache = NodeResourceTopologyCache(values["foreignPodsDetect"] or defaults.foreign_pods_detect,
+                                          values["resyncMethod"] or defaults.resync_method,
+                                          values["informerMode"] or defaults.informer_mode,
+                                          values["resyncScope"])
+        mode = a.get("preemptionMode", "Disabled")
         if mode not in PREEMPTION_MODES:
-            raise InputError(f"Invalid value: {mode!r}: invalid PreemptionMode", field=f"{p}preemptionMode")
-        return cls(strategy, tuple(dict(resources or DEFAULT_RESOURCES).items()), period, discard,
-                   tuple(cache.items()), mode)
+            raise a.error("preemptionMode", f"Invalid value: {mode!r}: invalid PreemptionMode")
+        return cls(ScoringStrategy(strategy, merged or DEFAULT_RESOURCE_SPECS), period, discard, cache, mode)
 
 
 class _VictimStack(PreFilterExtensions):
@@ -169,11 +162,10 @@ class NodeResourceTopologyMatch(PreFilterPlugin, FilterPlugin, ScorePlugin, Rese
     name = NAME
     Args = NodeResourceTopologyMatchArgs
 
-    def __init__(self, args: NodeResourceTopologyMatchArgs | Mapping[str, Any] | None, handle: Handle) -> None:
-        super().__init__(None, handle)
-        self.args = (args if isinstance(args, NodeResourceTopologyMatchArgs)
-                     else NodeResourceTopologyMatchArgs.from_raw(args))
-        self.weights = dict(self.args.resources)
+    def __init__(self, args: NodeResourceTopologyMatchArgs | None, handle: Handle) -> None:
+        super().__init__(args if args is not None else NodeResourceTopologyMatchArgs(), handle)
+        self.args: NodeResourceTopologyMatchArgs
+        self.weights = {r.name: r.weight for r in self.args.scoring_strategy.resources}
         self.cache: NRTCache
         if self.args.discard_reserved_nodes:
             self.cache = DiscardReservedCache(handle.cluster)
@@ -233,13 +225,13 @@ class NodeResourceTopologyMatch(PreFilterPlugin, FilterPlugin, ScorePlugin, Rese
         conf = topology_manager_of(nrt)
         numa_nodes = numa_node_list(nrt)
         containers = [c.requests for c in [*pod.init_containers, *pod.containers]]
-        if self.args.scoring_strategy == LEAST_NUMA_NODES:
+        if self.args.scoring_strategy.type == LEAST_NUMA_NODES:
             if conf.scope == SCOPE_POD:
                 return least_numa_pod_scope(qos, numa_nodes, pod_effective_request(pod), conf.max_numa_nodes), Status()
             return least_numa_container_scope(qos, numa_nodes, containers, conf.max_numa_nodes), Status()
         if conf.policy != "single-numa-node":
             return 0, Status()
-        strategy = STRATEGIES[self.args.scoring_strategy]
+        strategy = STRATEGIES[self.args.scoring_strategy.type]
         if conf.scope == SCOPE_POD:
             return score_for_each_numa_node(pod_effective_request(pod), numa_nodes, strategy, self.weights), Status()
         scores = [float(score_for_each_numa_node(r, numa_nodes, strategy, self.weights)) for r in containers]
