@@ -63,19 +63,23 @@ def gang_charts(results: Sequence[dict[str, Any]], style: Mapping[str, Style], s
          "never started": [float(s["gangs"] - s["gangsStarted"]) for s in summ]},
         value_title="PodGroups", value_format=COUNT, colours=OUTCOME_COLOURS,
         caption="Started: minMember of the group's pods ran. A gang that never started did no work.")]
+    if charts[0].figure is not None:
+        charts[0].figure.update_xaxes(dtick=1)  # whole PodGroups: no repeated tick labels on a short axis
     if any(s["clusterGpus"] for s in summ):
         gpus = [Line(r["variant"], *_steps(r["gangs"]["series"], "gpus", end)) for r in rs]
         charts.append(line_chart(
             "gang-held-gpus", "GPUs held by gangs below quorum", gpus, time=scale, style=style, step=True,
-            y_title="GPUs requested by pods of gangs below quorum", y_format=COUNT,
+            y_title="GPUs held", y_format=COUNT,
             empty="No gang held a GPU while below quorum.",
-            caption="Assumed while waiting at Permit, or bound and idle until minMember run: GPUs no other job "
-                    "can use — the fragmentation partial placement causes."))
+            caption="GPUs requested by pods of gangs below quorum — assumed while waiting at Permit, or bound "
+                    "and idle until minMember run: GPUs no other job can use, the fragmentation partial "
+                    "placement causes."))
     cores = [Line(r["variant"], *_steps(r["gangs"]["series"], "cores", end)) for r in rs]
     charts.append(line_chart(
         "gang-held-cores", "CPU cores held by gangs below quorum", cores, time=scale, style=style, step=True,
-        y_title="cores requested by pods of gangs below quorum", y_format=CORES,
-        empty="No gang held CPU while below quorum."))
+        y_title="CPU cores held", y_format=CORES,
+        empty="No gang held CPU while below quorum.",
+        caption="CPU cores requested by pods of gangs below quorum."))
     return charts
 
 
