@@ -18,8 +18,11 @@ from kubesched.api.snapshot import load_snapshot
 from kubesched.api.topology import NodeResourceTopology
 from kubesched.cli import main
 from kubesched.cluster.state import ClusterState
+from kubesched.config.plugin_args import build_args
 from kubesched.config.scheduler_config import load_scheduler_config, parse_scheduler_config
+from kubesched.errors import InputError
 from kubesched.scheduler.oneshot import VirtualClock, schedule_all
+from kubesched.scheduler.registry import default_registry
 from kubesched.scheduler.scheduler import Scheduler
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -166,3 +169,43 @@ def test_explain_shows_the_permit_wait_and_its_reason(capsys: pytest.CaptureFixt
     assert main(["explain", "--snapshot", str(SNAPSHOT), "--config", str(COSCHED), "--pod", "ml/train-3",
                  "--now", "2025-01-06T08:00:00Z", "-o", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["permit"] == permit
+
+
+# ---------------------------------------------------------------- typed args
+
+@pytest.mark.parametrize(("name", "want"), [
+    ("Coscheduling", {"permitWaitingTimeSeconds": 60, "podGroupBackoffSeconds": 0, "podGroupRejectPercentage": 10}),
+    # A millicore weighs as much as a MiB by default (defaults.go).
+    ("NodeResourcesAllocatable", {"resources": [{"name": "cpu", "weight": 1 << 20}, {"name": "memory", "weight": 1}],
+                                  "mode": "Least"}),
+    ("NodeResourceTopologyMatch", {"scoringStrategy": {"type": "LeastAllocated", "resources": [
+        {"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]}, "cacheResyncPeriodSeconds": 0,
+        "cache": {"foreignPodsDetect": "All", "resyncMethod": "Autodetect", "informerMode": "Dedicated"},
+        "preemptionMode": "Disabled"}),
+    ("CapacityScheduling", None), ("PodState", None), ("QOSSort", None),
+])
+def test_scheduler_plugins_args_defaults(name: str, want: Any) -> None:
+    cls = default_registry().get(name)
+    assert cls.default_args() == want
+    if want is not None:
+        assert cls.Args.from_raw(want) == cls.Args.from_raw(None)
+
+
+def test_scheduler_plugins_args_are_read_as_upstream() -> None:
+    nra = default_registry().get("NodeResourcesAllocatable").Args.from_raw(
+        {"mode": "Most", "resources": [{"name": "cpu", "weight": 2}, {"name": "nvidia.com/gpu", "weight": 5},
+                                       {"name": "cpu", "weight": 3}]})
+    # A repeated name keeps its last weight; the order of first appearance stays.
+    assert nra.mode == "Most" and [(r.name, r.weight) for r in nra.resources] == [("cpu", 3), ("nvidia.com/gpu", 5)]
+    nrt = default_registry().get("NodeResourceTopologyMatch").Args.from_raw(
+        {"scoringStrategy": {"type": "MostAllocated", "resources": [{"name": "cpu", "weight": 0}]},
+         "cache": {"resyncScope": "OnlyResources"}})
+    assert nrt.scoring_strategy.type == "MostAllocated"
+    assert [(r.name, r.weight) for r in nrt.scoring_strategy.resources] == [("cpu", 1)]  # weight 0 means 1
+    assert nrt.cache.resync_scope == "OnlyResources" and nrt.cache.informer_mode == "Dedicated"
+    with pytest.raises(InputError) as e:
+        default_registry().get("NodeResourceTopologyMatch").Args.from_raw({"scoringStrategy": {}}, "args")
+    assert e.value.field == "args.scoringStrategy.type"  # given without a type: refused, as upstream
+    with pytest.raises(InputError, match="takes no args") as e:
+        build_args(default_registry().get("CapacityScheduling"), {"kubeConfigPath": "x"}, "args")
+    assert e.value.field == "args.kubeConfigPath"
