@@ -51,6 +51,13 @@ BUILTIN: dict[str, str] = {
     "GpuPackingScore": _P + "gpushare.gpu_packing_score:GpuPackingScore",
     "BestFitScore": _P + "gpushare.best_fit_score:BestFitScore",
     "FGDScore": _P + "gpushare.fgd_score:FGDScore",
+    # scheduler-plugins (kubernetes-sigs/scheduler-plugins), under their upstream names.
+    "Coscheduling": _P + "coscheduling.coscheduling:Coscheduling",
+    "CapacityScheduling": _P + "capacityscheduling.capacity_scheduling:CapacityScheduling",
+    "NodeResourcesAllocatable": _P + "node_resources_allocatable:NodeResourcesAllocatable",
+    "NodeResourceTopologyMatch": _P + "noderesourcetopology.topology_match:NodeResourceTopologyMatch",
+    "PodState": _P + "pod_state:PodState",
+    "QOSSort": _P + "qos_sort:QOSSort",
 }
 
 

@@ -51,6 +51,21 @@ TABLE_ROWS: list[tuple[str, str, str]] = [
     ("loopEpisodes", "eviction-loop episodes", "int"),
     ("loopWorkloads", "workloads in loops", "int"),
 ]
+# Shown when a run had PodGroups (kubesched/sim/gangs.py).
+GANG_ROWS: list[tuple[str, str, str]] = [
+    ("gangsStarted", "gangs started", "int"),
+    ("gangsFinished", "gangs finished", "int"),
+    ("gangWaitMean", "gang wait, mean", "duration"),
+    ("gangWaitMax", "gang wait, max", "duration"),
+    ("permitTimeouts", "Permit timeouts", "int"),
+    ("partialGangGpuHours", "GPU-hours held by gangs below quorum", "num"),
+    ("partialGangGpusAtEnd", "GPUs held by gangs below quorum at the end", "int"),
+]
+
+
+def table_rows(summaries: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    """The comparison's rows: the gang rows too when a variant had PodGroups."""
+    return TABLE_ROWS + (GANG_ROWS if any("gangs" in s for s in summaries) else [])
 
 
 def resolve_variants(s: Scenario, cli: list[str]) -> list[VariantSpec]:
@@ -161,6 +176,8 @@ def collect(result: Any, s: Scenario) -> dict[str, Any]:
     summary = rec.summary(loops)
     summary["deschedulerEvictions"] = sum(1 for e in rec.evictions if e.component == "descheduler")
     summary["deschedulerCycles"] = result.descheduler_cycles
+    gangs = getattr(result, "gangs", None) or {}
+    summary.update(gangs.get("summary", {}))
     # GPU allocation (share of the GPUs) where arrived GPU demand is 100 % and 130 % of them, read from the
     # allocation curve the published way; None unless the scenario measures it (report.gpuAllocation).
     for k in (100, 130):
@@ -168,6 +185,7 @@ def collect(result: Any, s: Scenario) -> dict[str, Any]:
         summary[f"gpuAllocatedAt{k}"] = None if v is None else round(v / 100, 6)
     gpu_traces = [pt for pt in s.pod_traces if pt.gpu is not None]
     return {
+        "gangs": gangs,
         "variant": result.variant,
         "seed": s.seed,
         "workload": Path(gpu_traces[0].file).stem if gpu_traces else s.name,
@@ -246,7 +264,8 @@ def run_simulation(scenario_path: str, cli_variants: list[str], out_dir: str | N
     if out is not None:
         json_dump(out / "summary.json", doc)
         header = ["metric"] + [r["variant"] for r in results]
-        rows = [[key] + [r["summary"].get(key) for r in results] for key, _, _ in TABLE_ROWS]
+        rows = [[key] + [r["summary"].get(key) for r in results]
+                for key, _, _ in table_rows([r["summary"] for r in results])]
         write_csv(out / "comparison.csv", header, rows)
         if gpu_runs:
             write_allocation_tables(out, gpu_runs)
