@@ -117,7 +117,7 @@ def test_allocation_csv_in_the_published_layout(tmp_path: Path) -> None:
     assert 1.3 * 25000 - 8000 <= arrived[-1] <= 1.3 * 25000 + 7000
     html = (tmp_path / "out" / "report.html").read_text()
     assert "GPU allocation against arrived GPU demand" in html and 'data-chart="gpu-allocation-fgd"' in html
-    assert "vs published openb_like 06-FGD" in html and 'id="gpu-allocation"' in html
+    assert "vs published 06-FGD" in html and "Published: openb_like 06-FGD" in html and 'id="gpu-allocation"' in html
     assert [v["name"] for v in doc["variants"]] == ["fgd", "gpu-packing"] and doc["seeds"] == [1, 2]
     # The summary's GPU metrics (what sweep and tune read) are the first seed's curve at 100 % and 130 %.
     for v in doc["variants"]:
