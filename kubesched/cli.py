@@ -7,6 +7,8 @@ written on stdout unless the command succeeded.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
 from collections.abc import Callable
 from datetime import datetime
@@ -14,6 +16,7 @@ from typing import Any
 
 import click
 
+from kubesched.diagnostics import collecting, current
 from kubesched.errors import InputError
 
 OUTPUT = click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True,
@@ -38,17 +41,37 @@ def parse_now(value: str | None) -> datetime:
 
 def emit(output: str, data: Any, table: Callable[[Any], None]) -> None:
     if output == "json":
+        collector = current()
+        if isinstance(data, dict) and collector is not None and collector.messages:
+            # What kubesched skipped or ignored goes with the result (it was also printed on stderr).
+            earlier = [w for w in data.get("warnings") or [] if w not in collector.seen]
+            data = {**data, "warnings": earlier + collector.messages}
         sys.stdout.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
     else:
         table(data)
 
 
 def _run(fn: Callable[[], None]) -> None:
-    try:
-        fn()
-    except InputError as e:
-        click.echo(f"error: {e.render()}", err=True)
-        sys.exit(2)
+    """Run a command: bad input is one line and exit 2, Ctrl-C exit 130, anything unforeseen exit 1 with one
+    line (KUBESCHED_DEBUG=1 shows the traceback); never a traceback for input."""
+    with collecting():
+        try:
+            fn()
+        except InputError as e:
+            click.echo(f"error: {e.render()}", err=True)
+            sys.exit(2)
+        except KeyboardInterrupt:
+            click.echo("interrupted: nothing was written", err=True)
+            sys.exit(130)
+        except (click.exceptions.Exit, click.exceptions.ClickException):
+            raise
+        except Exception as e:
+            if os.environ.get("KUBESCHED_DEBUG"):
+                raise
+            click.echo(f"error: internal error ({type(e).__name__}: {str(e)[:200]}); this is a bug in kubesched, "
+                       "please report it with the command and its inputs (KUBESCHED_DEBUG=1 shows the traceback)",
+                       err=True)
+            sys.exit(1)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -278,7 +301,16 @@ def simulate_cmd(scenario: str, variants: tuple[str, ...], out: str | None, as_j
     _run(run)
 
 
+def _terminate(signum: int, frame: Any) -> None:
+    # SIGTERM unwinds like Ctrl-C, so temporary outputs are removed.
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
+    try:
+        signal.signal(signal.SIGTERM, _terminate)
+    except ValueError:  # not the main thread (an embedding application): leave its handlers alone
+        pass
     try:
         main_group.main(args=argv, prog_name="kubesched", standalone_mode=False)
     except click.exceptions.Abort:

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from kubesched.api.documents import read_document, read_documents
 from kubesched.api.objects import (
     GenericObject,
     Namespace,
@@ -30,67 +28,43 @@ from kubesched.api.objects import (
 )
 from kubesched.errors import InputError
 
+__all__ = ["Snapshot", "iter_objects", "load_snapshot", "parse_objects", "read_document", "read_documents"]
+
 WORKLOAD_KINDS = ("Service", "ReplicaSet", "ReplicationController", "StatefulSet")
 
 
-def _yaml_loader() -> type[yaml.SafeLoader]:
-    # The C loader is several times faster on large snapshots; fall back where libyaml is missing.
-    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+def iter_objects(docs: list[Any], file: str, container: str = "", item_api: str = "") -> Iterator[dict[str, Any]]:
+    """Flatten Lists (and JSON arrays) into objects.
 
-
-def read_documents(path: str | Path) -> list[Any]:
-    """Every document in a YAML or JSON file (multi-document YAML gives several)."""
-    p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as e:
-        raise InputError(f"cannot read file: {e.strerror or e}", file=str(path)) from None
-    stripped = text.lstrip()
-    if stripped.startswith("{") or stripped.startswith("["):
-        try:
-            return [json.loads(text)]
-        except json.JSONDecodeError as e:
-            # JSON is YAML too; only if YAML also fails is it an error.
-            try:
-                return [d for d in yaml.load_all(text, Loader=_yaml_loader()) if d is not None]
-            except yaml.YAMLError:
-                raise InputError(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}", file=str(path)) from None
-    try:
-        return [d for d in yaml.load_all(text, Loader=_yaml_loader()) if d is not None]
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise InputError(f"invalid YAML{where}: {problem}", file=str(path)) from None
-
-
-def read_document(path: str | Path, what: str) -> dict[str, Any]:
-    """Exactly one object document (a configuration file)."""
-    docs = read_documents(path)
-    if len(docs) != 1 or not isinstance(docs[0], dict):
-        raise InputError(f"expected one {what} object, found {len(docs)} document(s)", file=str(path))
-    return docs[0]
-
-
-def iter_objects(docs: list[Any], file: str) -> Iterator[dict[str, Any]]:
-    """Flatten Lists (and JSON arrays) into objects."""
+    The items of a typed list (`NodeMetricsList`, `PodList`...) as the API server returns it
+    (`kubectl get --raw`) carry no kind; they get the list's item kind and apiVersion.
+    """
+    item_kind = container[: -len("List")] if container.endswith("List") else ""
     for i, doc in enumerate(docs):
+        where = f"{container} item {i + 1}" if container else f"document {i + 1}"
         if isinstance(doc, list):
             yield from iter_objects(doc, file)
             continue
         if not isinstance(doc, dict):
-            raise InputError(f"document {i + 1}: expected an object with apiVersion and kind, got "
-                             f"{type(doc).__name__}", file=file)
+            raise InputError(f"{where}: expected an object with apiVersion and kind, got {type(doc).__name__}",
+                             file=file)
         kind = doc.get("kind")
+        if item_kind and kind is None:
+            doc = {**doc, "kind": item_kind}
+            if item_api and "apiVersion" not in doc:
+                doc["apiVersion"] = item_api
+            kind = item_kind
         if isinstance(kind, str) and kind.endswith("List") and "items" in doc:
             items = doc.get("items") or []
             if not isinstance(items, list):
                 raise InputError("expected a list", file=file, obj=kind, field="items")
-            yield from iter_objects(items, file)
+            api = doc.get("apiVersion")
+            yield from iter_objects(items, file, kind, api if isinstance(api, str) else "")
             continue
         if not isinstance(kind, str) or not kind:
-            name = (doc.get("metadata") or {}).get("name") if isinstance(doc.get("metadata"), dict) else None
-            raise InputError("expected a kind", file=file, obj=f"object {name}" if name else f"document {i + 1}",
+            meta = doc.get("metadata")
+            name = meta.get("name") if isinstance(meta, dict) else None
+            raise InputError("expected a kind", file=file, obj=f"object {name}" if isinstance(name, str) else where,
                              field="kind")
         yield doc
 

@@ -37,6 +37,11 @@ def simulate_command(scenario: str, variants: tuple[str, ...], out: str | None, 
 
             doc = simulate(scenario, list(variants), out, jobs, overrides, html, on_progress)
     if as_json:
+        from kubesched.diagnostics import current
+
+        collector = current()
+        if collector is not None and collector.messages:
+            doc = {**doc, "warnings": list(collector.messages)}
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:
         print_table(doc)

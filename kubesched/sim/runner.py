@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from kubesched.errors import InputError
+from kubesched.output import atomic_directory, check_output_dir
 from kubesched.sim.scenario import Scenario, VariantSpec, load_scenario, load_variant_file
 
 # What the comparison table shows, in order: (summary key, label, format).
@@ -157,6 +158,8 @@ def simulate(scenario_path: str, cli_variants: list[str], out_dir: str | None, j
     """Run every variant and write the comparison; returns the JSON document `--json` prints."""
     from kubesched.sim.output import have_pyarrow, json_dump, write_csv
 
+    if out_dir is not None:
+        check_output_dir(out_dir)
     s = apply_overrides(load_scenario(scenario_path), overrides or {})
     variants = resolve_variants(s, cli_variants)
     for v in variants:
@@ -166,31 +169,37 @@ def simulate(scenario_path: str, cli_variants: list[str], out_dir: str | None, j
             suffix = f" (variant {v.name})" if len(variants) > 1 or v.name != "default" else ""
             raise InputError(e.message + suffix, file=e.file, obj=e.obj, field=e.field) from None
     parquet = have_pyarrow()
-    out = Path(out_dir) if out_dir else None
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-    results = _run_all(scenario_path, variants, str(out) if out else None, parquet, overrides or {}, jobs, on_progress)
-    doc = {
+    if out_dir is None:
+        results = _run_all(scenario_path, variants, None, parquet, overrides or {}, jobs, on_progress)
+        return _document(s, variants, results)
+    out = check_output_dir(out_dir)
+    # Everything is written into a temporary folder that replaces `out` only when the run has finished.
+    with atomic_directory(out) as tmp:
+        results = _run_all(scenario_path, variants, str(tmp), parquet, overrides or {}, jobs, on_progress)
+        doc = _document(s, variants, results)
+        json_dump(tmp / "summary.json", doc)
+        header = ["metric"] + [r["variant"] for r in results]
+        rows = [[key] + [r["summary"].get(key) for r in results] for key, _, _ in TABLE_ROWS]
+        write_csv(tmp / "comparison.csv", header, rows)
+        if html:
+            from kubesched.report.html import render_report
+
+            (tmp / "report.html").write_text(render_report(s, variants, results))
+    doc["files"] = {"summary": str(out / "summary.json"), "comparison": str(out / "comparison.csv"),
+                    "report": str(out / "report.html") if html else None,
+                    "variants": {r["variant"]: str(out / "variants" / r["variant"]) for r in results},
+                    "parquet": parquet}
+    return doc
+
+
+def _document(s: Scenario, variants: list[VariantSpec], results: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
         "scenario": s.name,
         "seed": s.seed,
         "duration": s.duration,
         "variants": [{"name": r["variant"], "description": _description(v), "summary": r["summary"],
                       "loops": r["loops"], "notes": r["notes"]} for v, r in zip(variants, results, strict=True)],
     }
-    if out is not None:
-        json_dump(out / "summary.json", doc)
-        header = ["metric"] + [r["variant"] for r in results]
-        rows = [[key] + [r["summary"].get(key) for r in results] for key, _, _ in TABLE_ROWS]
-        write_csv(out / "comparison.csv", header, rows)
-        if html:
-            from kubesched.report.html import render_report
-
-            (out / "report.html").write_text(render_report(s, variants, results))
-        doc["files"] = {"summary": str(out / "summary.json"), "comparison": str(out / "comparison.csv"),
-                        "report": str(out / "report.html") if html else None,
-                        "variants": {r["variant"]: str(out / "variants" / r["variant"]) for r in results},
-                        "parquet": parquet}
-    return doc
 
 
 def _description(v: VariantSpec) -> str:
