@@ -26,9 +26,14 @@ from kubesched.api.objects import (
     parse_pvc,
     parse_workload,
 )
+from kubesched.api.validation import validate
+from kubesched.diagnostics import warn
 from kubesched.errors import InputError
 
 __all__ = ["Snapshot", "iter_objects", "load_snapshot", "parse_objects", "read_document", "read_documents"]
+
+STORED_NOTE = {"api-server": "the API server would refuse this object",
+               "kubelet": "no kubelet reports this: allocatable is capacity minus reservations"}
 
 WORKLOAD_KINDS = ("Service", "ReplicaSet", "ReplicationController", "StatefulSet")
 
@@ -99,6 +104,9 @@ _TARGET = {"Node": "nodes", "Pod": "pods", "Namespace": "namespaces", "PriorityC
 
 
 def parse_objects(objects: list[dict[str, Any]], file: str, snap: Snapshot | None = None) -> Snapshot:
+    """Typed objects from decoded ones. What the API server would refuse but kubesched can read (a name that is
+    not a DNS subdomain, a pod without containers — upstream's unit-test fixtures have both) is a warning:
+    these are stored objects, read as they are."""
     snap = snap if snap is not None else Snapshot()
     seen: set[tuple[str, str]] = set()
     for raw in objects:
@@ -123,6 +131,10 @@ def parse_objects(objects: list[dict[str, Any]], file: str, snap: Snapshot | Non
         if ident in seen and kind in _PARSERS:
             raise InputError("duplicate object", file=file, obj=f"{kind} {ident[1]}")
         seen.add(ident)
+        if kind in _PARSERS or kind in WORKLOAD_KINDS:
+            for problem in validate(raw):
+                warn(f"{problem.body} ({STORED_NOTE[problem.by]}; read as given)", file=file,
+                     obj=f"{kind} {ident[1]}", field=problem.field)
     return snap
 
 
