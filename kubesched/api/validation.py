@@ -29,6 +29,7 @@ from fractions import Fraction
 from typing import Any
 
 from kubesched.api.quantity import format_quantity, parse_quantity
+from kubesched.errors import InputError
 
 DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 DNS1123_SUBDOMAIN_FMT = DNS1123_LABEL_FMT + "(\\." + DNS1123_LABEL_FMT + ")*"
@@ -438,8 +439,6 @@ def check_create(raw: Mapping[str, Any], *, file: str | None = None, obj: str | 
                  field_prefix: str | None = None) -> None:
     """Refuse an object kubesched is about to create, as the API server refuses it on create (first problem
     named, the number of others counted)."""
-    from kubesched.errors import InputError
-
     problems = validate(raw)
     if not problems:
         return
