@@ -85,15 +85,22 @@ def _plugins_option(f: Callable[..., Any]) -> Callable[..., Any]:
                         help="load a scheduler plugin from a Python module for this run (repeatable)")(f)
 
 
+def load_cluster(path: str, now: datetime, seed: int) -> Any:
+    """A snapshot as the one-shot commands see it: its workloads' missing pods created (sim/expand.py)."""
+    from kubesched.api.snapshot import load_snapshot
+    from kubesched.sim.expand import expand_workloads
+
+    return expand_workloads(load_snapshot(path), path, now, seed)
+
+
 def _scheduler_inputs(snapshot: str, config: str | None, metrics: str | None, now: datetime, seed: int,
                       plugins: tuple[str, ...]) -> Any:
-    from kubesched.api.snapshot import load_snapshot
     from kubesched.cluster.state import ClusterState
     from kubesched.config.scheduler_config import load_scheduler_config
     from kubesched.scheduler.registry import Registry
     from kubesched.scheduler.scheduler import Scheduler
 
-    snap = load_snapshot(snapshot)
+    snap = load_cluster(snapshot, now, seed)
     cfg = load_scheduler_config(config)
     registry = Registry()
     for spec in plugins:
@@ -187,7 +194,8 @@ def schedule_cmd(snapshot: str, config: str | None, metrics: str | None, plugins
 
 @main_group.command("capacity")
 @click.option("--snapshot", required=True, type=click.Path(), help="cluster objects (kubectl get -o yaml)")
-@click.option("--pod-template", "template", required=True, type=click.Path(), help="a Pod to copy")
+@click.option("--pod-template", "template", required=True, type=click.Path(),
+              help="a Pod to copy, or a workload (Deployment, StatefulSet, ...) whose pod to copy")
 @click.option("--config", type=click.Path(), default=None, help="KubeSchedulerConfiguration (default profile if absent)")
 @click.option("--max", "max_limit", type=int, default=0, help="stop after this many copies (0: no limit)")
 @_plugins_option
@@ -201,9 +209,14 @@ def capacity_cmd(snapshot: str, template: str, config: str | None, max_limit: in
     def run() -> None:
         from kubesched.report.text import capacity_table
         from kubesched.scheduler.oneshot import capacity
+        from kubesched.sim.expand import pod_template
 
-        sched, _ = _scheduler_inputs(snapshot, config, None, parse_now(now), seed, plugins)
-        emit(output, capacity(sched, template, max_limit), capacity_table)
+        if max_limit < 0:
+            raise InputError(f"expected 0 (no limit) or a positive number of copies, got {max_limit}", field="--max")
+        when = parse_now(now)
+        sched, _ = _scheduler_inputs(snapshot, config, None, when, seed, plugins)
+        pod = pod_template(template, dict(sched.cluster.priority_classes), when)
+        emit(output, capacity(sched, pod, max_limit), capacity_table)
 
     _run(run)
 
@@ -230,9 +243,10 @@ def deschedule_cmd(snapshot: str, policy: str, metrics: str | None, min_ready_no
     def run() -> None:
         from kubesched.descheduler.command import deschedule_command, deschedule_table
 
-        emit(output, deschedule_command(snapshot=snapshot, policy=policy, metrics=metrics,
+        when = parse_now(now)
+        emit(output, deschedule_command(snapshot=load_cluster(snapshot, when, seed), policy=policy, metrics=metrics,
                                         min_ready_nodes=min_ready_nodes, scheduler_config=scheduler_config,
-                                        now=parse_now(now), seed=seed), deschedule_table)
+                                        now=when, seed=seed), deschedule_table)
 
     _run(run)
 
@@ -253,8 +267,10 @@ def node_pressure_cmd(kubelet_config: str, snapshot: str | None, timeline: str |
     def run() -> None:
         from kubesched.kubelet.command import node_pressure_command, node_pressure_table
 
-        emit(output, node_pressure_command(kubelet_config=kubelet_config, snapshot=snapshot, timeline=timeline,
-                                           now=parse_now(now)), node_pressure_table)
+        when = parse_now(now)
+        snap = load_cluster(snapshot, when, 0) if snapshot else None
+        emit(output, node_pressure_command(kubelet_config=kubelet_config, snapshot=snap, timeline=timeline,
+                                           now=when), node_pressure_table)
 
     _run(run)
 
@@ -269,7 +285,8 @@ def qos_cmd(snapshot: str, now: str | None, output: str) -> None:
     def run() -> None:
         from kubesched.kubelet.command import qos_command, qos_table
 
-        emit(output, qos_command(snapshot=snapshot), qos_table)
+        when = parse_now(now)
+        emit(output, qos_command(snapshot=load_cluster(snapshot, when, 0), now=when), qos_table)
 
     _run(run)
 

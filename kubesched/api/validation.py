@@ -217,6 +217,11 @@ def validate_labels(labels: Any, path: str) -> list[FieldError]:
     return errs
 
 
+def _shown(v: Any, q: Fraction) -> str:
+    """A quantity as the user wrote it (Quantity.String() keeps a canonical input's form)."""
+    return v.strip() if isinstance(v, str) else format_quantity(q)
+
+
 def _quantity(v: Any) -> Fraction | None:
     try:
         return parse_quantity(v)
@@ -240,7 +245,7 @@ def _validate_resource_values(rl: Any, path: str) -> list[FieldError]:
             continue
         q = _quantity(v)
         if q is not None and q.denominator != 1:
-            errs.append(invalid(f"{path}.{name}", format_quantity(q), "must be an integer"))
+            errs.append(invalid(f"{path}.{name}", _shown(v, q), "must be an integer"))
     return errs
 
 
@@ -260,11 +265,11 @@ def validate_resources(res: Any, path: str) -> list[FieldError]:
             if lim is None:
                 continue
             if _is_extended(name) and q != lim:
-                errs.append(invalid(f"{path}.requests", format_quantity(q),
-                                    f"must be equal to {name} limit of {format_quantity(lim)}"))
+                errs.append(invalid(f"{path}.requests", _shown(v, q),
+                                    f"must be equal to {name} limit of {_shown(limits[name], lim)}"))
             elif q > lim:
-                errs.append(invalid(f"{path}.requests", format_quantity(q),
-                                    f"must be less than or equal to {name} limit of {format_quantity(lim)}"))
+                errs.append(invalid(f"{path}.requests", _shown(v, q),
+                                    f"must be less than or equal to {name} limit of {_shown(limits[name], lim)}"))
         elif _is_extended(name):
             errs.append(required(f"{path}.limits", "Limit must be set for non overcommitable resources"))
     return errs
@@ -381,8 +386,8 @@ def validate_node(raw: Mapping[str, Any]) -> list[FieldError]:
             continue
         a, c = _quantity(v), _quantity(capacity[name])
         if a is not None and c is not None and a > c:
-            e = invalid(f"status.allocatable.{name}", format_quantity(a),
-                        f"must be less than or equal to capacity {format_quantity(c)}")
+            e = invalid(f"status.allocatable.{name}", _shown(v, a),
+                        f"must be less than or equal to capacity {_shown(capacity[name], c)}")
             errs.append(FieldError(e.field, e.body, by="kubelet"))
     return errs
 

@@ -53,7 +53,7 @@ def _utilization(cluster: Any, nodes: list[Node], removed: dict[str, list[Any]])
     return out
 
 
-def deschedule_command(snapshot: str, policy: str, metrics: str | None, min_ready_nodes: int,
+def deschedule_command(snapshot: str | Any, policy: str, metrics: str | None, min_ready_nodes: int,
                        scheduler_config: str | None, now: datetime, seed: int) -> dict[str, Any]:
     from kubesched.api.snapshot import load_snapshot
     from kubesched.cluster.state import ClusterState
@@ -65,7 +65,7 @@ def deschedule_command(snapshot: str, policy: str, metrics: str | None, min_read
     if min_ready_nodes < 0:
         raise InputError(f"expected a non-negative number, got {min_ready_nodes}", field="--min-ready-nodes")
     pol = load_descheduler_policy(policy)
-    snap = load_snapshot(snapshot)
+    snap = load_snapshot(snapshot) if isinstance(snapshot, str) else snapshot
     cluster = ClusterState.from_snapshot(snap)
     metric_objects: list[dict[str, Any]] = []
     extra: dict[str, Any] = {"now": now, "snapshot": snap}

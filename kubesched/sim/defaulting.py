@@ -229,7 +229,7 @@ def default_workload(raw: dict[str, Any], where: str) -> dict[str, Any]:
     tlabels = {str(k): str(v) for k, v in (tlabels_raw if isinstance(tlabels_raw, dict) else {}).items()}
     containers = template["spec"].get("containers")
     if not isinstance(containers, list) or not containers:
-        raise InputError("expected at least one container", field=f"{where}.spec.template.spec.containers")
+        raise InputError("Required value", field=f"{where}.spec.template.spec.containers")
     default_pod_spec(template["spec"], pod_level=False)
     if kind == "Job":
         rp = template["spec"].get("restartPolicy")
@@ -253,7 +253,7 @@ def default_workload(raw: dict[str, Any], where: str) -> dict[str, Any]:
         return obj
     sel = spec.get("selector")
     if sel is None:
-        raise InputError("required field is missing", field=f"{where}.spec.selector")
+        raise InputError("Required value", field=f"{where}.spec.selector")
     if not _selector_matches(sel, tlabels, f"{where}.spec.selector"):
         raise InputError("`selector` does not match template `labels`", field=f"{where}.spec.template.metadata.labels")
     if kind in ("Deployment", "ReplicaSet", "StatefulSet"):
