@@ -291,6 +291,36 @@ def qos_cmd(snapshot: str, now: str | None, output: str) -> None:
     _run(run)
 
 
+# ---------------------------------------------------------------- convert
+
+
+@main_group.command("convert")
+@click.argument("file", type=click.Path())
+@click.option("-o", "--output", type=click.Choice(["yaml", "json"]), default="yaml", show_default=True,
+              help="format of the converted document")
+@click.option("--out", "out_file", type=click.Path(), default=None, help="write to this file instead of stdout")
+def convert_cmd(file: str, output: str, out_file: str | None) -> None:
+    """Convert KubeSchedulerConfiguration v1beta1/v1beta2/v1beta3 to v1, or DeschedulerPolicy v1alpha1 to
+    v1alpha2, as the components converted them (docs/convert.md)."""
+
+    def run() -> None:
+        from kubesched.config.convert_command import convert_file
+
+        if out_file is not None:
+            from kubesched.output import check_output_file
+
+            check_output_file(out_file)
+        text = convert_file(file, output)
+        if out_file is None:
+            sys.stdout.write(text)
+        else:
+            from kubesched.output import atomic_write_text
+
+            atomic_write_text(out_file, text)
+
+    _run(run)
+
+
 # ---------------------------------------------------------------- simulate
 
 

@@ -35,6 +35,15 @@ __all__ = ["Snapshot", "iter_objects", "load_snapshot", "parse_objects", "read_d
 STORED_NOTE = {"api-server": "the API server would refuse this object",
                "kubelet": "no kubelet reports this: allocatable is capacity minus reservations"}
 
+# Every kind some part of kubesched reads from a snapshot; any other kind is named in a warning (read nothing
+# from it). A third-party plugin that reads another kind adds it here.
+READ_KINDS: set[str] = {
+    "Node", "Pod", "Namespace", "PriorityClass", "PodDisruptionBudget", "PersistentVolumeClaim",
+    "Service", "ReplicaSet", "ReplicationController", "StatefulSet", "Deployment", "DaemonSet", "Job", "CronJob",
+    "PersistentVolume", "StorageClass", "CSINode", "CSIDriver", "CSIStorageCapacity",
+    "NodeMetrics", "PodMetrics", "NodeMetric",
+}
+
 WORKLOAD_KINDS = ("Service", "ReplicaSet", "ReplicationController", "StatefulSet")
 
 
@@ -109,6 +118,7 @@ def parse_objects(objects: list[dict[str, Any]], file: str, snap: Snapshot | Non
     these are stored objects, read as they are."""
     snap = snap if snap is not None else Snapshot()
     seen: set[tuple[str, str]] = set()
+    ignored: dict[str, int] = {}
     for raw in objects:
         kind = raw["kind"]
         try:
@@ -131,10 +141,15 @@ def parse_objects(objects: list[dict[str, Any]], file: str, snap: Snapshot | Non
         if ident in seen and kind in _PARSERS:
             raise InputError("duplicate object", file=file, obj=f"{kind} {ident[1]}")
         seen.add(ident)
+        if kind not in READ_KINDS:
+            ignored[kind] = ignored.get(kind, 0) + 1
         if kind in _PARSERS or kind in WORKLOAD_KINDS:
             for problem in validate(raw):
                 warn(f"{problem.body} ({STORED_NOTE[problem.by]}; read as given)", file=file,
                      obj=f"{kind} {ident[1]}", field=problem.field)
+    if ignored:
+        held = ", ".join(f"{n} {k}" for k, n in sorted(ignored.items()))
+        warn(f"not read (no part of kubesched uses these kinds): {held}", file=file)
     return snap
 
 

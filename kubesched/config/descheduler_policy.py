@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubesched.config.convert import convert_descheduler_policy, is_old_descheduler_policy
+from kubesched.diagnostics import warn
 from kubesched.errors import InputError
 
 API_VERSIONS = ("descheduler/v1alpha2",)
@@ -526,6 +528,12 @@ def parse_descheduler_policy(raw: Any, source: str = "<policy>", registry: Any =
 
         registry = default_registry()
     try:
+        if is_old_descheduler_policy(raw):
+            raw, notes = convert_descheduler_policy(raw)
+            for note in notes:
+                warn(note, file=source, obj=KIND)
+            warn(f"write the v1alpha2 file with: kubesched convert {source} -o yaml (from descheduler/v1alpha1)",
+                 file=source, obj=KIND)
         return _parse(raw, source, registry)
     except InputError as e:
         raise e.located(file=source, obj=_kind_of(raw)) from None
@@ -639,7 +647,7 @@ def _parse(raw: Any, source: str, registry: Any) -> DeschedulerPolicy:
 
 
 def load_descheduler_policy(path: str, registry: Any = None) -> DeschedulerPolicy:
-    from kubesched.api.snapshot import read_document
+    from kubesched.api.documents import read_document
 
-    raw = read_document(path, KIND)
+    raw = read_document(path, KIND, (KIND, KOORDINATOR_KIND))
     return parse_descheduler_policy(raw, str(path), registry)

@@ -235,6 +235,6 @@ def default_kubelet_config() -> KubeletEvictionConfig:
 
 
 def load_kubelet_config(path: str) -> KubeletEvictionConfig:
-    from kubesched.api.snapshot import read_document
+    from kubesched.api.documents import read_document
 
     return parse_kubelet_config(read_document(path, KIND), source=path)

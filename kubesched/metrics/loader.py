@@ -127,7 +127,7 @@ def metrics_from_documents(docs: list[Any], path: str, now: datetime) -> Metrics
 
     if len(docs) == 1 and is_watcher_metrics(docs[0]):
         try:
-            return parse_watcher_metrics(docs[0])
+            return parse_watcher_metrics(docs[0], file=path)
         except InputError as e:
             raise e.located(file=path, obj="WatcherMetrics") from None
     if len(docs) == 1 and isinstance(docs[0], dict) and docs[0].get("kind") == SOURCE_KIND:

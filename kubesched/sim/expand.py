@@ -173,6 +173,11 @@ def _plan(snap: Snapshot, file: str) -> list[_Plan]:
         uid = _owner_uid(o.kind, namespace, name, _meta(o.raw).get("uid"))
         if o.kind == "Deployment" and (namespace, name) in owned_rs:
             continue  # its ReplicaSets in the snapshot hold its pods
+        spec_raw = o.raw.get("spec")
+        if not isinstance(spec_raw, dict) or not isinstance(spec_raw.get("template"), dict):
+            warn("no pod template: read for its selector only, no pods made for it", file=file,
+                 obj=f"{o.kind} {o.meta.key}", field="spec.template")
+            continue
         obj = _defaulted(o, file)
         kind = o.kind
         if kind == "Deployment":
