@@ -82,3 +82,8 @@ def collecting(echo: bool = True) -> Iterator[Collector]:
 
 def current() -> Collector | None:
     return _current.get()
+
+
+def silence() -> None:
+    """Keep this context's further warnings to itself (worker processes re-reading inputs the parent checked)."""
+    _current.set(Collector(echo=False))

@@ -14,18 +14,39 @@ from typing import Any
 from kubesched.api.objects import Node
 from kubesched.api.quantity import milli_value_of, value_of
 from kubesched.descheduler import podutil
+from kubesched.diagnostics import warn
 from kubesched.errors import InputError
 
 SUMMARY_RESOURCES = ("cpu", "memory", "pods")
 TABLE_NODE_LIMIT = 60
 
 
-def _percent(used: int, cap: int) -> float | None:
-    return None if cap <= 0 else round(used / cap * 100.0, 1)
+def _percent(used: int | None, cap: int) -> float | None:
+    return None if cap <= 0 or used is None else round(used / cap * 100.0, 1)
 
 
-def _utilization(cluster: Any, nodes: list[Node], removed: dict[str, list[Any]]) -> dict[str, Any]:
-    """Per node: requested cpu/memory/pods over allocatable, before and after the cycle's evictions."""
+def _usage_basis(pol: Any) -> str | None:
+    """Which usage the policy balances on: "metrics" (metrics.k8s.io: LowNodeUtilization/HighNodeUtilization with
+    metricsUtilization from the metrics server, or koordinator's LowNodeLoad), "prometheus", or None (requests)."""
+    basis = None
+    for prof in pol.profiles:
+        for name in ("LowNodeUtilization", "HighNodeUtilization"):
+            if name not in prof.enabled("balance"):
+                continue
+            mu = (prof.plugin_config.get(name) or {}).get("metricsUtilization") or {}
+            if mu.get("source") == "Prometheus":
+                basis = basis or "prometheus"
+            elif mu.get("metricsServer") or mu.get("source") == "KubernetesMetrics":
+                basis = "metrics"
+        if "LowNodeLoad" in prof.enabled("balance"):
+            basis = "metrics"
+    return basis
+
+
+def _utilization(cluster: Any, nodes: list[Node], removed: dict[str, list[Any]],
+                 collector: Any = None) -> dict[str, Any]:
+    """Per node: requested cpu/memory/pods over allocatable — or, with a metrics collector, actual cpu/memory usage
+    (what the policy balances on) — before and after the cycle's evictions."""
     table = cluster.table
     out: dict[str, Any] = {}
     for node in nodes:
@@ -33,15 +54,27 @@ def _utilization(cluster: Any, nodes: list[Node], removed: dict[str, list[Any]])
         if info is None:
             continue
         row = info.index
-        before = {"cpu": int(table.requested[row, table.column["cpu"]]),
-                  "memory": int(table.requested[row, table.column["memory"]]),
-                  "pods": int(table.pod_count[row])}
+        if collector is not None:
+            used = collector.nodes.get(node.name)
+            before: dict[str, int | None] = {"cpu": used["cpu"] if used else None,
+                                             "memory": used["memory"] if used else None,
+                                             "pods": int(table.pod_count[row])}
+        else:
+            before = {"cpu": int(table.requested[row, table.column["cpu"]]),
+                      "memory": int(table.requested[row, table.column["memory"]]),
+                      "pods": int(table.pod_count[row])}
         after = dict(before)
         for pod in removed.get(node.name, ()):
-            req = podutil.pod_request_quantities(pod)
-            after["cpu"] -= milli_value_of(req.get("cpu", Fraction(0)))
-            after["memory"] -= value_of(req.get("memory", Fraction(0)))
-            after["pods"] -= 1
+            if collector is not None:
+                for r, unit in (("cpu", 1000), ("memory", 1)):
+                    u = collector.pod_usage_total(pod.namespace, pod.name, r)
+                    if after[r] is not None and u is not None:
+                        after[r] = int(after[r] - u * unit)  # type: ignore[operator]
+            else:
+                req = podutil.pod_request_quantities(pod)
+                after["cpu"] = int(after["cpu"] or 0) - milli_value_of(req.get("cpu", Fraction(0)))
+                after["memory"] = int(after["memory"] or 0) - value_of(req.get("memory", Fraction(0)))
+            after["pods"] = int(after["pods"] or 0) - 1
         alloc = node.allocatable if node.allocatable else node.capacity
         cap = {"cpu": milli_value_of(alloc.get("cpu", Fraction(0))), "memory": value_of(alloc.get("memory", Fraction(0))),
                "pods": value_of(alloc.get("pods", Fraction(0)))}
@@ -106,13 +139,12 @@ def deschedule_command(snapshot: str | Any, policy: str, metrics: str | None, mi
 
         sched_cfg = load_scheduler_config(scheduler_config)
         # Warn when the scheduler's and the descheduler's usage thresholds are set up to fight.
-        import sys
 
         from kubesched.descheduler.loadaware_coherence import check as check_coherence
 
         warnings = check_coherence(sched_cfg, pol)
         for w in warnings:
-            print(f"warning: {w}", file=sys.stderr)
+            warn(w)
     d = Descheduler(cluster, pol, now=now, metrics=collector, scheduler_config=sched_cfg, seed=seed, dry_run=True,
                     min_ready_nodes=min_ready_nodes, extra=extra)
     # The snapshot's objects live through the cycle: keep the cyclic GC from rescanning them on every
@@ -127,12 +159,20 @@ def deschedule_command(snapshot: str | Any, policy: str, metrics: str | None, mi
     removed: dict[str, list[Any]] = {}
     for r in result.evictions:
         removed.setdefault(r.node, []).append(r.pod)
+    basis = _usage_basis(pol)
+    if basis == "prometheus":
+        warn("the policy balances on a Prometheus query; the utilisation shown is requested resources")
+    on_usage = basis == "metrics" and bool(collector.nodes)
+    if basis == "metrics" and not collector.nodes:
+        warn("the policy balances on actual usage but no NodeMetrics were given (--metrics or the snapshot); the "
+             "utilisation shown is requested resources")
     return {
         "evictions": [r.to_json() for r in result.evictions],
         "skipped": result.skipped,
         "errors": result.errors,
         "nodes": [n.name for n in result.nodes],
-        "utilization": _utilization(cluster, list(cluster.nodes.values()), removed),
+        "utilizationBasis": "usage" if on_usage else "requests",
+        "utilization": _utilization(cluster, list(cluster.nodes.values()), removed, collector if on_usage else None),
         "warnings": warnings,
     }
 
@@ -197,7 +237,8 @@ def deschedule_table(data: dict[str, Any]) -> None:
         note = f"(showing {len(names)} of {len(util)} nodes: those with evictions)"
     else:
         note = ""
-    summary = Table(title=f"requested utilisation before → after {note}".strip())
+    basis = "actual (metrics)" if data.get("utilizationBasis") == "usage" else "requested"
+    summary = Table(title=f"{basis} utilisation before → after {note}".strip())
     summary.add_column("node")
     for r in SUMMARY_RESOURCES:
         summary.add_column(r, justify="right")

@@ -9,6 +9,7 @@ from typing import Any
 
 from rich.table import Table
 
+from kubesched.api.documents import describe
 from kubesched.api.objects import Node, Pod, parse_time
 from kubesched.api.qos import qos_class
 from kubesched.api.quantity import value_of
@@ -35,8 +36,9 @@ def _load_timeline(path: str) -> list[dict[str, Any]]:
     if isinstance(steps, dict) and isinstance(steps.get("steps"), list):
         steps = steps["steps"]
     if not isinstance(steps, list):
-        raise InputError("expected a list of steps {at, stats}", file=path)
+        raise InputError(f"expected a list of steps {{at, stats}}, got {describe(steps)}", file=path)
     out = []
+    previous = 0.0
     for i, step in enumerate(steps):
         where = f"steps[{i}]"
         if not isinstance(step, dict):
@@ -48,6 +50,12 @@ def _load_timeline(path: str) -> list[dict[str, Any]]:
         at = step.get("at", 0)
         if isinstance(at, bool) or not isinstance(at, (int, float)):
             raise InputError(f"expected seconds after --now, got {at!r}", file=path, field=f"{where}.at")
+        if at < 0 or at > 10**10:
+            raise InputError(f"expected seconds after --now, from 0 to 10^10, got {at!r}", file=path, field=f"{where}.at")
+        if at < previous:
+            raise InputError(f"the timeline goes back in time: {at:g}s comes after a step at {previous:g}s (steps are "
+                             "in time order)", file=path, field=f"{where}.at")
+        previous = float(at)
         out.append(step)
     return out
 

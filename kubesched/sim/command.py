@@ -11,13 +11,20 @@ from kubesched.sim.units import parse_duration
 
 def simulate_command(scenario: str, variants: tuple[str, ...], out: str | None, as_json: bool, jobs: int | None,
                      seed: int | None, duration: str | None, html: bool, progress: bool | None) -> None:
+    from kubesched.output import check_output_dir
     from kubesched.sim.runner import simulate
+
+    if out is not None:
+        check_output_dir(out)
 
     overrides: dict[str, Any] = {}
     if seed is not None:
         overrides["seed"] = seed
     if duration is not None:
+        from kubesched.sim.scenario import check_duration
+
         overrides["duration"] = parse_duration(duration, "--duration", allow_zero=False)
+        check_duration(overrides["duration"], "--duration", None)
     show = sys.stderr.isatty() if progress is None else progress
     if not show:
         doc = simulate(scenario, list(variants), out, jobs, overrides, html)

@@ -28,6 +28,7 @@ from typing import Any
 from kubesched.api.objects import PriorityClass
 from kubesched.errors import InputError
 
+INT32_MAX = 2**31 - 1
 DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS = 30
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 DEFAULT_TOLERATION_SECONDS = 300
@@ -243,11 +244,11 @@ def default_workload(raw: dict[str, Any], where: str) -> dict[str, Any]:
         spec.setdefault("suspend", False)
         for k in ("parallelism", "backoffLimit"):
             v = spec.get(k)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise InputError(f"expected a non-negative integer, got {v!r}", field=f"{where}.spec.{k}")
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= INT32_MAX:
+                raise InputError(f"expected a non-negative int32, got {v!r}", field=f"{where}.spec.{k}")
         if spec.get("completions") is not None and (isinstance(spec["completions"], bool)
                                                      or not isinstance(spec["completions"], int)
-                                                     or spec["completions"] < 0):
+                                                     or not 0 <= spec["completions"] <= INT32_MAX):
             raise InputError(f"expected a non-negative integer, got {spec['completions']!r}",
                              field=f"{where}.spec.completions")
         return obj
@@ -258,8 +259,8 @@ def default_workload(raw: dict[str, Any], where: str) -> dict[str, Any]:
         raise InputError("`selector` does not match template `labels`", field=f"{where}.spec.template.metadata.labels")
     if kind in ("Deployment", "ReplicaSet", "StatefulSet"):
         replicas = spec.get("replicas", 1)
-        if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 0:
-            raise InputError(f"expected a non-negative integer, got {replicas!r}", field=f"{where}.spec.replicas")
+        if isinstance(replicas, bool) or not isinstance(replicas, int) or not 0 <= replicas <= INT32_MAX:
+            raise InputError(f"expected a non-negative int32, got {replicas!r}", field=f"{where}.spec.replicas")
         spec["replicas"] = replicas
     if kind == "Deployment":
         strategy = _dict(spec, "strategy")

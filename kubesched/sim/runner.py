@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from kubesched.api.snapshot import iter_objects, read_documents
+from kubesched.diagnostics import silence, warn
 from kubesched.errors import InputError
 from kubesched.output import atomic_directory, check_output_dir
 from kubesched.sim.scenario import Scenario, VariantSpec, load_scenario, load_variant_file
@@ -70,6 +72,12 @@ def check_variant(s: Scenario, v: VariantSpec) -> None:
     src = v.scheduler or s.scheduler
     cfg = parse_scheduler_config(src.raw, src.source) if src else default_config()
     Scheduler(ClusterState(), cfg, seed=s.seed, extra={"now": s.start})
+    served = {p.scheduler_name for p in cfg.profiles}
+    for who, name in _scheduler_names(s):
+        if name not in served:
+            suffix = f" in variant {v.name}" if v.name != "default" else ""
+            warn(f"{who} asks for schedulerName {name!r}, which no profile{suffix} serves "
+                 f"(profiles: {', '.join(sorted(served))}): its pods stay pending", file=s.path)
     desched = v.descheduler if v.descheduler_set else s.descheduler
     if desched is not None:
         from kubesched.config.descheduler_policy import parse_descheduler_policy
@@ -80,6 +88,34 @@ def check_variant(s: Scenario, v: VariantSpec) -> None:
         parse_kubelet_config(k.raw, k.source)
 
 
+def _scheduler_names(s: Scenario) -> list[tuple[str, str]]:
+    """(who, spec.schedulerName) of every workload, cluster object and pending snapshot pod of the scenario."""
+    out: list[tuple[str, str]] = []
+
+    def name_of(pod_spec: Any) -> str:
+        name = pod_spec.get("schedulerName") if isinstance(pod_spec, dict) else None
+        return name if isinstance(name, str) and name else "default-scheduler"
+
+    def obj(v: Any) -> dict[str, Any]:
+        return v if isinstance(v, dict) else {}
+
+    for w in s.workloads:
+        spec = obj(w.manifest.get("spec"))
+        pod_spec = spec if w.manifest.get("kind") == "Pod" else obj(spec.get("template")).get("spec")
+        out.append((w.key, name_of(pod_spec)))
+    pods = [o for o in s.cluster.objects if o.get("kind") == "Pod"]
+    if s.cluster.snapshot:
+        pods += [o for o in iter_objects(read_documents(s.cluster.snapshot), s.cluster.snapshot)
+                 if o.get("kind") == "Pod"]
+    for o in pods:
+        spec = obj(o.get("spec"))
+        if spec.get("nodeName"):
+            continue
+        meta = obj(o.get("metadata"))
+        out.append((f"Pod {meta.get('namespace') or 'default'}/{meta.get('name')}", name_of(spec)))
+    return out
+
+
 # ---------------------------------------------------------------- one variant (in a worker process)
 
 _QUEUE: Any = None
@@ -88,6 +124,8 @@ _QUEUE: Any = None
 def _init_worker(queue: Any) -> None:
     global _QUEUE
     _QUEUE = queue
+    # The parent has already said what the inputs warrant; the workers read the same inputs again.
+    silence()
 
 
 def run_variant(scenario_path: str, variant: VariantSpec, out_dir: str | None, parquet: bool,

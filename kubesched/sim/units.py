@@ -10,6 +10,7 @@ from typing import Any
 from kubesched.api.quantity import parse_quantity
 from kubesched.errors import InputError
 
+MAX_SECONDS = 100 * 365 * 24 * 3600.0
 _DURATION = re.compile(r"([0-9]*\.?[0-9]+)(h|ms|m|s|us|µs|ns)")
 _UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
 
@@ -38,6 +39,8 @@ def parse_duration(value: Any, field: str, *, allow_zero: bool = True) -> float:
         raise InputError(f"{expected}, got {value!r}", field=field)
     if seconds < 0 or seconds != seconds:
         raise InputError(f"expected a non-negative duration, got {value!r}", field=field)
+    if seconds > MAX_SECONDS:
+        raise InputError(f"expected a duration of at most 100 years, got {value!r}", field=field)
     if not allow_zero and seconds == 0:
         raise InputError(f"expected a positive duration, got {value!r}", field=field)
     return seconds

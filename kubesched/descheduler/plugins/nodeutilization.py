@@ -28,6 +28,7 @@ from kubesched.api.resources import scheduler_request
 from kubesched.cluster.state import ClusterState
 from kubesched.descheduler import nodeutil, podutil
 from kubesched.descheduler.framework import EvictionLimitError, EvictOptions, Handle
+from kubesched.diagnostics import warn
 
 CPU, MEMORY, PODS = "cpu", "memory", "pods"
 METRIC_RESOURCE = "MetricResource"
@@ -422,7 +423,10 @@ def _evict_pods(evictor: Any, plugin: str, excluded: set[str], pods: list[Pod], 
             pod_usage = usage_client.pod_usage(pod)
         except NotSupportedError:
             unconstrained = True
-        except UsageError:
+        except UsageError as e:
+            # Upstream logs "unable to get pod usage" and moves on to the next pod; here it is said.
+            warn(f"{plugin}: pod {pod.key} on node {src.node.name} not considered for eviction: {e} (usage-based "
+                 "balancing needs each candidate pod's PodMetrics)")
             continue
         try:
             ok = evictor.evict(pod, EvictOptions(reason=reason, plugin=plugin))
