@@ -398,7 +398,7 @@ def select_document(docs: list[Any], kinds: tuple[str, ...], file: str, what: st
         if not docs:
             raise InputError(f"the file holds no document; expected a {what} (apiVersion, kind, ...)", file=file)
         if len(docs) == 1:
-            if isinstance(docs[0], dict):
+            if isinstance(docs[0], dict) and docs[0].get("kind") is not None:
                 return docs[0]  # the component's own parser names the wrong kind or apiVersion
             raise InputError(f"expected a {what} object (apiVersion, kind, ...), got {describe(docs[0])}", file=file)
         held = ", ".join(describe(d) for d in docs[:4]) + (", ..." if len(docs) > 4 else "")

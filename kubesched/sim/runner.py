@@ -105,8 +105,15 @@ def _scheduler_names(s: Scenario) -> list[tuple[str, str]]:
         out.append((w.key, name_of(pod_spec)))
     pods = [o for o in s.cluster.objects if o.get("kind") == "Pod"]
     if s.cluster.snapshot:
-        pods += [o for o in iter_objects(read_documents(s.cluster.snapshot), s.cluster.snapshot)
-                 if o.get("kind") == "Pod"]
+        for o in iter_objects(read_documents(s.cluster.snapshot), s.cluster.snapshot):
+            if o.get("kind") == "Pod":
+                pods.append(o)
+            elif o.get("kind") in ("Deployment", "ReplicationController", "CronJob"):
+                meta = obj(o.get("metadata"))
+                warn(f"{o['kind']} {meta.get('namespace') or 'default'}/{meta.get('name')} in the cluster snapshot: "
+                     "simulate runs no controller for this kind from a snapshot (its pods and ReplicaSets in the "
+                     "snapshot are kept; give the workload under spec.workloads to have it managed)",
+                     file=s.cluster.snapshot)
     for o in pods:
         spec = obj(o.get("spec"))
         if spec.get("nodeName"):
