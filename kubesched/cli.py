@@ -23,7 +23,7 @@ OUTPUT = click.option("-o", "--output", type=click.Choice(["table", "json"]), de
                       help="table for people, json for machines")
 NOW = click.option("--now", "now", default=None, metavar="RFC3339",
                    help="the clock for everything time-dependent (default: the wall clock)")
-SEED = click.option("--seed", type=int, default=0, show_default=True, help="seed of the tie-breaking RNG")
+SEED = click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="seed of the tie-breaking RNG")
 
 
 def parse_now(value: str | None) -> datetime:
@@ -74,7 +74,25 @@ def _run(fn: Callable[[], None]) -> None:
             sys.exit(1)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _BadUsage(click.ClickException):
+    """A bad option or argument, said in one line like every other bad input (exit 2)."""
+
+    exit_code = 2
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: {self.format_message()}", err=True)
+
+
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as e:
+            command = f"{ctx.info_name} {ctx.invoked_subcommand}" if ctx.invoked_subcommand else ctx.info_name
+            raise _BadUsage(f"{e.format_message()} (see: {command} --help)") from None
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="kubesched")
 def main_group() -> None:
     """kubesched: where pods run and when they move — scheduler, descheduler, kubelet eviction, load awareness."""
@@ -332,7 +350,7 @@ def convert_cmd(file: str, output: str, out_file: str | None) -> None:
 @click.option("--out", type=click.Path(), default=None, help="folder for the results and report.html")
 @click.option("--json", "as_json", is_flag=True, help="print the results as one JSON document")
 @click.option("--jobs", type=click.IntRange(min=1), default=None, help="parallel processes (default: one per variant)")
-@click.option("--seed", type=int, default=None, help="override the scenario's seed")
+@click.option("--seed", type=click.IntRange(min=0), default=None, help="override the scenario's seed")
 @click.option("--duration", default=None, metavar="DURATION", help="override the scenario's duration (e.g. 2h)")
 @click.option("--no-html", "no_html", is_flag=True, help="do not write report.html")
 @click.option("--progress/--no-progress", default=None, help="progress bars on stderr (default: when a terminal)")

@@ -272,7 +272,12 @@ def check_values(docs: Iterable[Any], text_length: int, file: str | None) -> Non
     """Depth, finite numbers and alias expansion of decoded documents (one pass, no recursion)."""
     budget = 2 * text_length + 1000  # more values than characters can only come from YAML aliases
     dict_t, list_t, float_t = dict, list, float
-    stack: list[tuple[Any, int]] = [(d, 1) for d in docs]
+    stack: list[tuple[Any, int]] = []
+    for d in docs:
+        if type(d) is dict_t or type(d) is list_t:
+            stack.append((d, 1))
+        else:
+            _check_scalar(d, file)
     count = 0
     while stack:
         value, depth = stack.pop()
@@ -289,11 +294,18 @@ def check_values(docs: Iterable[Any], text_length: int, file: str | None) -> Non
             t = type(v)
             if t is dict_t or t is list_t:
                 stack.append((v, child))
-            elif t is float_t and not math.isfinite(v):
-                raise InputError(f"{v} is not a number Kubernetes accepts (JSON has no NaN or infinity)", file=file)
-            elif t is not str and t is not int and t is not bool and t is not float_t and v is not None:
-                raise InputError(f"a YAML value of type {t.__name__} ({_short(v)}) is not JSON; write it as a "
-                                 "string or number", file=file)
+            elif t is float_t and not math.isfinite(v) or t is not str and t is not int and t is not bool \
+                    and t is not float_t and v is not None:
+                _check_scalar(v, file)
+
+
+def _check_scalar(v: Any, file: str | None) -> None:
+    t = type(v)
+    if t is float and not math.isfinite(v):
+        raise InputError(f"{v} is not a number Kubernetes accepts (JSON has no NaN or infinity)", file=file)
+    if v is not None and t not in (str, int, bool, float):
+        raise InputError(f"a YAML value of type {t.__name__} ({_short(v)}) is not JSON; write it as a string or "
+                         "number", file=file)
 
 
 def _short(v: Any) -> str:

@@ -107,7 +107,7 @@ _REMOVED_TOP = ("healthzBindAddress", "metricsBindAddress", "algorithmSource", "
 
 def is_old_scheduler_config(raw: Any) -> bool:
     return isinstance(raw, dict) and raw.get("kind") == "KubeSchedulerConfiguration" \
-        and raw.get("apiVersion") in SCHEDULER_OLD
+        and isinstance(raw.get("apiVersion"), str) and raw["apiVersion"] in SCHEDULER_OLD
 
 
 def is_old_descheduler_policy(raw: Any) -> bool:
@@ -170,7 +170,7 @@ def _ref(name: str, weight: int | None) -> dict[str, Any]:
 
 def _v1_args(args: Any) -> Any:
     """Typed args: the apiVersion of an old version becomes v1 (the fields are the same)."""
-    if isinstance(args, dict) and args.get("apiVersion") in SCHEDULER_OLD:
+    if isinstance(args, dict) and isinstance(args.get("apiVersion"), str) and args["apiVersion"] in SCHEDULER_OLD:
         args = {**args, "apiVersion": SCHEDULER_V1}
     return args
 
