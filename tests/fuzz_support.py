@@ -125,6 +125,7 @@ def policy(version: str = "v1alpha2") -> dict[str, Any]:
                         "podsHavingTooManyRestarts": {"podRestartThreshold": 2}}},
                     "PodLifeTime": {"enabled": True, "params": {"podLifeTime": {"maxPodLifeTimeSeconds": 60}}}}}
     return {"apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerPolicy", "maxNoOfPodsToEvictPerNode": 3,
+            "metricsProviders": [{"source": "KubernetesMetrics"}],
             "profiles": [{"name": "p",
                           "pluginConfig": [
                               {"name": "DefaultEvictor", "args": {"nodeFit": True, "evictLocalStoragePods": True}},

@@ -85,7 +85,7 @@ _V1BETA2_DEFAULTS: dict[str, list[_Plugin]] = {
     "queueSort": [("PrioritySort", None)],
     "preFilter": [("NodeResourcesFit", None), ("NodePorts", None), ("VolumeRestrictions", None),
                   ("PodTopologySpread", None), ("InterPodAffinity", None), ("VolumeBinding", None),
-                  ("VolumeZone", None), ("NodeAffinity", None), ("TaintToleration", None)],
+                  ("VolumeZone", None), ("NodeAffinity", None)],
     "filter": [("NodeUnschedulable", None), ("NodeName", None), ("TaintToleration", None), ("NodeAffinity", None),
                ("NodePorts", None), ("NodeResourcesFit", None), ("VolumeRestrictions", None), ("EBSLimits", None),
                ("GCEPDLimits", None), ("NodeVolumeLimits", None), ("AzureDiskLimits", None), ("VolumeBinding", None),
