@@ -773,6 +773,16 @@ def parse_pvc(raw: dict[str, Any]) -> PersistentVolumeClaim:
     meta = parse_meta(raw, "PersistentVolumeClaim", namespaced=True)
     spec = _dict(raw.get("spec"), "spec") if isinstance(raw.get("spec"), dict) else {}
     status = _dict(raw.get("status"), "status") if isinstance(raw.get("status"), dict) else {}
+    res = spec.get("resources")
+    try:
+        if isinstance(res, dict):
+            parse_resource_list(res.get("requests"), "spec.resources.requests")
+            parse_resource_list(res.get("limits"), "spec.resources.limits")
+        modes = spec.get("accessModes")
+        if modes is not None and not isinstance(modes, list):
+            raise InputError(f"expected a list, got {type(modes).__name__}", field="spec.accessModes")
+    except InputError as e:
+        raise e.located(obj=f"PersistentVolumeClaim {meta.key}") from None
     return PersistentVolumeClaim(meta, spec.get("storageClassName"), tuple(spec.get("accessModes") or ()),
                                  str(spec.get("volumeName") or ""), str(status.get("phase") or ""), raw)
 

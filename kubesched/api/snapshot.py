@@ -24,6 +24,7 @@ from kubesched.api.objects import (
     parse_pod,
     parse_priority_class,
     parse_pvc,
+    parse_resource_list,
     parse_workload,
 )
 from kubesched.api.validation import validate
@@ -112,6 +113,26 @@ _TARGET = {"Node": "nodes", "Pod": "pods", "Namespace": "namespaces", "PriorityC
            "PodDisruptionBudget": "pdbs", "PersistentVolumeClaim": "pvcs"}
 
 
+def check_quantities(raw: dict[str, Any]) -> None:
+    """The quantities of the other kinds kubesched computes with (usage, volume sizes): non-negative and within
+    the int64 units, like a Pod's or a Node's."""
+    kind = raw.get("kind")
+    if kind == "NodeMetrics":
+        parse_resource_list(raw.get("usage"), "usage")
+    elif kind == "PodMetrics":
+        containers = raw.get("containers")
+        if containers is not None and not isinstance(containers, list):
+            raise InputError(f"expected a list, got {type(containers).__name__}", field="containers")
+        for i, c in enumerate(containers or []):
+            if not isinstance(c, dict):
+                raise InputError("expected a container object", field=f"containers[{i}]")
+            parse_resource_list(c.get("usage"), f"containers[{i}].usage")
+    elif kind == "PersistentVolume":
+        spec = raw.get("spec")
+        if isinstance(spec, dict):
+            parse_resource_list(spec.get("capacity"), "spec.capacity")
+
+
 def parse_objects(objects: list[dict[str, Any]], file: str, snap: Snapshot | None = None) -> Snapshot:
     """Typed objects from decoded ones. What the API server would refuse but kubesched can read (a name that is
     not a DNS subdomain, a pod without containers — upstream's unit-test fixtures have both) is a warning:
@@ -134,6 +155,7 @@ def parse_objects(objects: list[dict[str, Any]], file: str, snap: Snapshot | Non
                 ident = (kind, w.meta.key)
             else:
                 meta = parse_meta(raw, kind, namespaced=True) if isinstance(raw.get("metadata"), dict) else None
+                check_quantities(raw)
                 snap.others.append(GenericObject(kind, str(raw.get("apiVersion", "")), meta, raw))
                 ident = (kind, meta.key) if meta else (kind, str(id(raw)))
         except InputError as e:
