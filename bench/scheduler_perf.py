@@ -145,8 +145,7 @@ def _scaled(n: int, scale: float) -> int:
 def _add_pods(sched: Scheduler, make: Callable[[str], dict[str, Any]], prefix: str, n: int) -> list[Pod]:
     pods = [parse_pod(make(f"{prefix}-{i}")) for i in range(n)]
     for p in pods:
-        sched.cluster.add(p)
-        sched.queue.add(p)
+        sched.cluster.add(p)  # the scheduler's event handler enqueues it
     return pods
 
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from kubesched.api.objects import parse_node, parse_pod
+from kubesched.cluster.events import Cause
 from kubesched.cluster.state import ClusterState
 from kubesched.config.scheduler_config import PluginRef, PluginSet, merge_plugin_set, parse_scheduler_config
 from kubesched.errors import InputError
@@ -105,7 +106,7 @@ def test_cluster_state_columns_follow_events() -> None:
     assert t.requested[0, cpu] == 1000 and t.requested[0, gpu] == 1 and t.pod_count[0] == 1
     cs.bind(p, "n2")
     assert t.requested[1, cpu] == 1000 and cs.node_info_by_name["n2"].pods.keys() == {"d/b"}
-    cs.evict(p)
+    cs.delete(cs.pods["d/b"])
     assert t.requested[1, cpu] == 0 and t.pod_count[1] == 0 and "d/b" not in cs.pods
     # Node columns agree with NodeInfo after a node is removed and rows are rebuilt.
     cs.delete(_node("n1"))
@@ -122,12 +123,14 @@ def test_node_order_round_robins_zones() -> None:
 
 def test_listeners_see_every_change_once() -> None:
     cs = ClusterState()
-    seen: list[tuple[str, str]] = []
-    cs.listeners.append(lambda action, obj, extra: seen.append((action, obj.kind)))
+    seen: list[tuple[str, str, str]] = []
+    cs.subscribe(lambda ev: seen.append((ev.type.value, ev.kind, ev.cause.value)))
     cs.add(_node("n1"))
     p = _pod("x")
     cs.add(p)
+    cs.assume(p, "n1")
     cs.bind(p, "n1")
-    cs.delete(p)
-    assert seen == [("add", "Node"), ("add", "Pod"), ("bind", "Pod"), ("delete", "Pod")]
+    cs.delete(p, cause=Cause.PREEMPTION)
+    assert seen == [("added", "Node", "user"), ("added", "Pod", "user"), ("assumed", "Pod", "scheduler"),
+                    ("bound", "Pod", "scheduler"), ("deleted", "Pod", "preemption")]
     assert np.all(cs.table.requested[:cs.num_nodes] == 0)

@@ -133,7 +133,7 @@ def test_pods_the_metrics_do_not_show_yet_are_estimated() -> None:
     cluster.bind(new, "a")
     reasons, scores = run(pl, cluster, pod("p", {"cpu": "100m"}))
     assert reasons == ["node(s) cpu usage exceed threshold"]  # 1000 + 1700 + 85 → 70%
-    cluster.evict(new)
+    cluster.delete(cluster.pods[new.key])
     assert run(pl, cluster, pod("p", {"cpu": "100m"}))[1][0] == base
 
 

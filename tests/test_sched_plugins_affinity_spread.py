@@ -450,7 +450,7 @@ def test_index_counts_follow_binds_evictions_and_new_nodes() -> None:
     c.add(b)
     c.bind(b, "n2")
     assert list(idx.counts(m)) == [1, 1]
-    c.evict(c.pods["default/a"])
+    c.delete(c.pods["default/a"])
     assert list(idx.counts(m)) == [0, 1]
     c.add(parse_node(node("n3")))
     c.add(parse_pod(pod("d", {"app": "x"}, node_name="n3")))
@@ -483,7 +483,7 @@ def test_index_matches_a_fresh_scan_after_any_event_sequence(ops: list[tuple[str
                 c.add(p)
             c.bind(p, f"n{j % c.num_nodes}")
         elif op == "evict" and key in c.pods:
-            c.evict(c.pods[key])
+            c.delete(c.pods[key])
         elif op == "relabel" and key in c.pods:
             old = c.pods[key]
             c.update(parse_pod(pod(f"p{i}", {"app": "y" if old.labels.get("app") == "x" else "x"},

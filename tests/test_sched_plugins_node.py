@@ -119,8 +119,7 @@ def test_node_unschedulable_rejects_unless_tolerated() -> None:
 def test_node_name_filter() -> None:
     c = cluster_of(node("a"), node("b"), pod("p"))
     pl = plugin(NodeName, c)
-    p = c.pods["default/p"]
-    p.node_name = "b"  # a pod naming its node (spec.nodeName set but not yet accounted)
+    p = c.pods["default/p"].bound_to("b")  # a pod naming its node (spec.nodeName set but not yet accounted)
     st = pl.filter(CycleState(), p, c.node_info_by_name["a"])
     assert st.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
     assert st.reasons == ["node(s) didn't match the requested node name"]

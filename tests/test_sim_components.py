@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import yaml
 
+from kubesched.api.defaulting import admit_pod, default_workload
 from kubesched.api.objects import parse_priority_class
 from kubesched.errors import InputError
-from kubesched.sim.defaulting import admit_pod, default_workload
 from kubesched.sim.engine import Engine
 from kubesched.sim.loops import Binding, Eviction, find_loops
 from kubesched.sim.metrics import MetricsPipeline, Sample, smooth

@@ -8,7 +8,7 @@ so that output can echo the input. Parse errors are InputErrors naming the objec
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from fractions import Fraction
 from typing import Any
@@ -130,7 +130,7 @@ def parse_resource_list(raw: Any, field: str) -> ResourceList:
     return out
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class ObjectMeta:
     name: str
     namespace: str
@@ -406,7 +406,7 @@ class ContainerPort:
     host_ip: str
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Container:
     name: str
     image: str
@@ -442,7 +442,7 @@ def parse_container(raw: Any, field: str) -> Container:
     )
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Pod:
     meta: ObjectMeta
     node_name: str
@@ -516,6 +516,42 @@ class Pod:
         """corev1helpers.PodPriority: spec.priority, or 0 when unset."""
         return self.priority if self.priority is not None else 0
 
+    # Changes make a new object (objects handed out by the cluster state are never mutated). The memo
+    # `cache` is shared where what it holds cannot have changed (it is derived from the spec).
+
+    def bound_to(self, node_name: str) -> Pod:
+        """The pod after a binding (spec.nodeName set; empty: the assumption forgotten)."""
+        spec = dict(self.raw.get("spec") or {})
+        if node_name:
+            spec["nodeName"] = node_name
+        else:
+            spec.pop("nodeName", None)
+        return replace(self, node_name=node_name, raw={**self.raw, "spec": spec})
+
+    def with_status(self, **fields: Any) -> Pod:
+        """The pod with status fields set (a value of None removes the field)."""
+        status = dict(self.status)
+        for k, v in fields.items():
+            if v is None:
+                status.pop(k, None)
+            else:
+                status[k] = v
+        cache = {k: v for k, v in self.cache.items() if k not in STATUS_DERIVED_CACHE_KEYS}
+        return replace(self, phase=str(status.get("phase") or ""),
+                       nominated_node_name=str(status.get("nominatedNodeName") or ""),
+                       raw={**self.raw, "status": status}, cache=cache)
+
+    def marked_for_deletion(self, at: datetime, grace_period_seconds: int) -> Pod:
+        """The pod once a graceful deletion started: deletionTimestamp = start + grace period."""
+        meta = dict(self.raw.get("metadata") or {})
+        meta["deletionTimestamp"] = at.strftime("%Y-%m-%dT%H:%M:%SZ")
+        meta["deletionGracePeriodSeconds"] = grace_period_seconds
+        return replace(self, meta=replace(self.meta, deletion_timestamp=at), raw={**self.raw, "metadata": meta})
+
+
+# Memo keys derived from a pod's status (dropped when the status changes).
+STATUS_DERIVED_CACHE_KEYS = frozenset({"start_time"})
+
 
 def parse_pod(raw: dict[str, Any]) -> Pod:
     meta = parse_meta(raw, "Pod", namespaced=True)
@@ -576,7 +612,7 @@ class ContainerImage:
     size_bytes: int
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Node:
     meta: ObjectMeta
     unschedulable: bool
@@ -641,7 +677,7 @@ def parse_node(raw: dict[str, Any]) -> Node:
 # ---------------------------------------------------------------- other kinds
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Namespace:
     meta: ObjectMeta
     raw: dict[str, Any]
@@ -656,7 +692,7 @@ class Namespace:
         return self.meta.labels
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class PriorityClass:
     meta: ObjectMeta
     value: int
@@ -666,7 +702,7 @@ class PriorityClass:
     kind = "PriorityClass"
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class PodDisruptionBudget:
     meta: ObjectMeta
     selector: LabelSelector
@@ -680,8 +716,22 @@ class PodDisruptionBudget:
     raw: dict[str, Any]
     kind = "PodDisruptionBudget"
 
+    def with_status(self, *, disruptions_allowed: int, current_healthy: int | None = None,
+                    desired_healthy: int | None = None, expected_pods: int | None = None,
+                    disrupted_pods: dict[str, datetime | None] | None = None) -> PodDisruptionBudget:
+        """The PDB with a new status (what the disruption controller and the eviction handler write)."""
+        cur = self.current_healthy if current_healthy is None else current_healthy
+        des = self.desired_healthy if desired_healthy is None else desired_healthy
+        exp = self.expected_pods if expected_pods is None else expected_pods
+        dis = self.disrupted_pods if disrupted_pods is None else disrupted_pods
+        status = {**(self.raw.get("status") or {}), "disruptionsAllowed": disruptions_allowed,
+                  "currentHealthy": cur, "desiredHealthy": des, "expectedPods": exp,
+                  "disruptedPods": {k: (v.strftime("%Y-%m-%dT%H:%M:%SZ") if v else None) for k, v in dis.items()}}
+        return replace(self, disruptions_allowed=disruptions_allowed, current_healthy=cur, desired_healthy=des,
+                       expected_pods=exp, disrupted_pods=dict(dis), raw={**self.raw, "status": status})
 
-@dataclass(slots=True)
+
+@dataclass(frozen=True, slots=True)
 class PersistentVolumeClaim:
     meta: ObjectMeta
     storage_class_name: str | None
@@ -692,7 +742,7 @@ class PersistentVolumeClaim:
     kind = "PersistentVolumeClaim"
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Workload:
     """A Service, ReplicaSet, ReplicationController, StatefulSet (or other controller) and its pod selector."""
 
@@ -702,7 +752,7 @@ class Workload:
     raw: dict[str, Any] = field(repr=False)
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class GenericObject:
     """Any other kind; kept whole so that components that understand it can read it."""
 

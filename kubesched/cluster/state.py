@@ -1,13 +1,15 @@
 """ClusterState: every object, its indexes, and the node columns — changed through one path of events.
 
 The scheduler's cache, the descheduler's informers, the kubelets of the simulator and a live watch all
-read this one state; every change (add/update/delete an object, bind, evict) goes through `apply`, so
-listeners (the scheduling queue, recorders) see every change exactly once.
+read this one state; every change (add/update/delete an object, bind a pod) goes through `apply`, which
+announces a typed `Event` with its cause, so listeners (indexes, the scheduling queue, recorders, the
+simulator's drivers) see every change exactly once. Nobody changes an object in place.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +34,7 @@ from kubesched.api.resources import (
     scheduler_request,
 )
 from kubesched.api.snapshot import Snapshot
+from kubesched.cluster.events import Cause, Event, EventType, Listener
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 REGION_LABEL = "topology.kubernetes.io/region"
@@ -239,11 +242,15 @@ class NodeTable:
         return vec
 
 
-Listener = Callable[[str, Any, Any], None]
-
-
 class ClusterState:
-    """Every object and its indexes. Change it only through `apply` (or the named helpers that call it)."""
+    """Every object and its indexes. Change it only through `apply` (or the named helpers that call it).
+
+    Objects handed out are never changed in place: a change applies a new object. Listeners get one
+    typed `Event` per change. Index listeners (`subscribe(fn, index=True)`: caches that must agree with
+    the state at all times) are called at once and must not change the state; the others are called in
+    the order of the changes, after the change that is being announced has reached every listener (a
+    listener that changes the state from its handler has its own change announced next, not nested).
+    """
 
     def __init__(self) -> None:
         self.nodes: dict[str, Node] = {}
@@ -261,11 +268,18 @@ class ClusterState:
         self.node_generation = 0
         # Bumped on any change to pods assigned to nodes.
         self.pod_generation = 0
+        # Bumped on every change of any kind.
+        self.revision = 0
         self._order: np.ndarray | None = None
         self._image_nodes: dict[str, int] | None = None
-        self.listeners: list[Listener] = []
+        self._index_listeners: list[Listener] = []
+        self._listeners: list[Listener] = []
+        self._pending: deque[Event] = deque()
+        self._dispatching = False
         self.assigned_with_affinity: dict[str, Pod] = {}
         self.assigned_with_required_anti_affinity: dict[str, Pod] = {}
+        # Pods the scheduler assumed whose binding has not been made yet.
+        self.assumed: set[str] = set()
 
     # ------------------------------------------------------------ building
 
@@ -273,62 +287,112 @@ class ClusterState:
     def from_snapshot(cls, snap: Snapshot) -> ClusterState:
         state = cls()
         for n in snap.nodes:
-            state.apply("add", n)
+            state.add(n)
         for ns in snap.namespaces:
-            state.apply("add", ns)
+            state.add(ns)
         for pc in snap.priority_classes:
-            state.apply("add", pc)
+            state.add(pc)
         for pdb in snap.pdbs:
-            state.apply("add", pdb)
+            state.add(pdb)
         for pvc in snap.pvcs:
-            state.apply("add", pvc)
+            state.add(pvc)
         for w in snap.workloads:
-            state.apply("add", w)
+            state.add(w)
         for p in snap.pods:
-            state.apply("add", p)
+            state.add(p)
         for o in snap.others:
             if o.kind not in ("Service", "ReplicaSet", "ReplicationController", "StatefulSet"):
                 key = f"{o.kind}/{o.meta.key if o.meta else id(o)}"
                 state.others[key] = o
         return state
 
+    # ------------------------------------------------------------ listeners
+
+    def subscribe(self, listener: Listener, *, index: bool = False) -> None:
+        (self._index_listeners if index else self._listeners).append(listener)
+
+    def unsubscribe(self, listener: Listener) -> None:
+        for group in (self._index_listeners, self._listeners):
+            if listener in group:
+                group.remove(listener)
+
+    def _announce(self, ev: Event) -> None:
+        self.revision += 1
+        for fn in self._index_listeners:
+            fn(ev)
+        if not self._listeners:
+            return
+        self._pending.append(ev)
+        if self._dispatching:
+            return
+        self._dispatching = True
+        try:
+            while self._pending:
+                cur = self._pending.popleft()
+                for fn in self._listeners:
+                    fn(cur)
+        finally:
+            self._dispatching = False
+            self._pending.clear()
+
     # ------------------------------------------------------------ the one path of change
 
-    def apply(self, action: str, obj: Any, extra: Any = None) -> None:
-        """Apply one event: `add`, `update`, `delete` an object; `bind` a pod to node `extra`; `evict` a pod.
+    def apply(self, type: EventType, obj: Any, *, cause: Cause = Cause.USER, node: str = "") -> Event:
+        """Apply one change and announce it: ADDED / UPDATED / DELETED an object; ASSUMED (the scheduler's
+        cache) or BOUND (through the API) a pod to `node` — the pod given is the pod before the binding —;
+        UNBOUND (forget an assumed pod).
 
-        Listeners are called after the change with (action, object, extra).
+        Returns the event; for BOUND and UNBOUND its `obj` is the new pod object.
         """
-        kind = getattr(obj, "kind", None)
-        if action == "bind":
-            self._bind(obj, extra)
-        elif action == "unbind":
-            self._unbind(obj)
-        elif action == "evict":
-            self._delete_pod(obj)
-        elif kind == "Pod":
-            if action == "add":
-                self._add_pod(obj)
-            elif action == "update":
-                old = self.pods.get(obj.key)
-                if old is not None:
-                    self._delete_pod(old)
-                self._add_pod(obj)
-            elif action == "delete":
-                self._delete_pod(obj)
+        kind = obj.kind
+        old: Any = None
+        if kind == "Pod":
+            old = self.pods.get(obj.key)
+            if type is EventType.ASSUMED or type is EventType.BOUND:
+                cur = old if old is not None else obj
+                if type is EventType.ASSUMED:
+                    self.assumed.add(cur.key)
+                else:
+                    self.assumed.discard(cur.key)
+                obj = cur if cur.node_name == node else cur.bound_to(node)
+                if obj is not cur or old is None:
+                    self._replace_pod(old, obj)
+            elif type is EventType.UNBOUND:
+                cur = old if old is not None else obj
+                self.assumed.discard(cur.key)
+                node = cur.node_name
+                obj = cur.bound_to("")
+                self._replace_pod(old, obj)
+            elif type is EventType.DELETED:
+                if old is None:
+                    return Event(type, kind, obj, None, cause, node)
+                self.assumed.discard(old.key)
+                self._replace_pod(old, None)
+                obj = old
+            else:
+                self._replace_pod(old, obj)
         elif kind == "Node":
-            if action in ("add", "update"):
+            old = self.nodes.get(obj.name)
+            if type is EventType.DELETED:
+                if old is None:
+                    return Event(type, kind, obj, None, cause, node)
+                self._delete_node(old)
+                obj = old
+            else:
                 self._set_node(obj)
-            elif action == "delete":
-                self._delete_node(obj)
         else:
             store, key = self._store_of(obj)
-            if action in ("add", "update"):
+            old = store.get(key)
+            if type is EventType.DELETED:
+                if old is None:
+                    return Event(type, kind, obj, None, cause, node)
+                del store[key]
+                obj = old
+            else:
                 store[key] = obj
-            elif action == "delete":
-                store.pop(key, None)
-        for listener in self.listeners:
-            listener(action, obj, extra)
+        ev = Event(type, kind, obj, old, cause, node)
+        self._announce(ev)
+        return ev
 
     def _store_of(self, obj: Any) -> tuple[dict[str, Any], str]:
         kind = obj.kind
@@ -342,7 +406,7 @@ class ClusterState:
             return self.pvcs, obj.meta.key
         if isinstance(obj, Workload):
             return self.workloads, f"{kind}/{obj.meta.key}"
-        return self.others, f"{kind}/{obj.meta.key}"
+        return self.others, f"{kind}/{obj.meta.key if obj.meta else id(obj)}"
 
     def _set_node(self, node: Node) -> None:
         info = self.node_info_by_name.get(node.name)
@@ -365,8 +429,6 @@ class ClusterState:
         self._image_nodes = None
 
     def _delete_node(self, node: Node) -> None:
-        if node.name not in self.nodes:
-            return
         # Rows are positional; rebuild the table without the node (node removal is rare).
         del self.nodes[node.name]
         keep = [i.node for i in self.node_infos if i.node.name != node.name]
@@ -406,67 +468,46 @@ class ClusterState:
             self.assigned_with_required_anti_affinity.pop(pod.key, None)
         self.pod_generation += 1
 
-    def _add_pod(self, pod: Pod) -> None:
-        if pod.key in self.pods:
-            self._delete_pod(self.pods[pod.key])
-        self.pods[pod.key] = pod
-        if pod.node_name and not pod.is_terminal:
-            info = self.node_info_by_name.get(pod.node_name)
-            if info is not None:
-                self._account(info, pod, +1)
-
-    def _delete_pod(self, pod: Pod) -> None:
-        cur = self.pods.pop(pod.key, None)
-        if cur is None:
-            return
-        if cur.node_name:
-            info = self.node_info_by_name.get(cur.node_name)
-            if info is not None:
-                self._account(info, cur, -1)
-
-    def _bind(self, pod: Pod, node_name: str) -> None:
-        cur = self.pods.get(pod.key, pod)
-        if cur.node_name:
-            info = self.node_info_by_name.get(cur.node_name)
-            if info is not None:
-                self._account(info, cur, -1)
-        cur.node_name = node_name
-        spec = cur.raw.setdefault("spec", {})
-        if isinstance(spec, dict):
-            spec["nodeName"] = node_name
-        self.pods[cur.key] = cur
-        info = self.node_info_by_name.get(node_name)
-        if info is not None and not cur.is_terminal:
-            self._account(info, cur, +1)
-
-    def _unbind(self, pod: Pod) -> None:
-        """Forget an assumed pod: it no longer counts on its node and has no node name."""
-        cur = self.pods.get(pod.key, pod)
-        if cur.node_name:
-            info = self.node_info_by_name.get(cur.node_name)
-            if info is not None:
-                self._account(info, cur, -1)
-        cur.node_name = ""
-        spec = cur.raw.get("spec")
-        if isinstance(spec, dict):
-            spec.pop("nodeName", None)
+    def _replace_pod(self, old: Pod | None, new: Pod | None) -> None:
+        """The pod store and the node accounting move from `old` to `new` (either may be None)."""
+        if old is not None:
+            if old.node_name and not old.is_terminal:
+                info = self.node_info_by_name.get(old.node_name)
+                if info is not None:
+                    self._account(info, old, -1)
+            if new is None:
+                del self.pods[old.key]
+        if new is not None:
+            self.pods[new.key] = new
+            if new.node_name and not new.is_terminal:
+                info = self.node_info_by_name.get(new.node_name)
+                if info is not None:
+                    self._account(info, new, +1)
 
     # ------------------------------------------------------------ convenience wrappers
 
-    def add(self, obj: Any) -> None:
-        self.apply("add", obj)
+    def add(self, obj: Any, cause: Cause = Cause.USER) -> Event:
+        return self.apply(EventType.ADDED, obj, cause=cause)
 
-    def update(self, obj: Any) -> None:
-        self.apply("update", obj)
+    def update(self, obj: Any, cause: Cause = Cause.USER) -> Event:
+        return self.apply(EventType.UPDATED, obj, cause=cause)
 
-    def delete(self, obj: Any) -> None:
-        self.apply("delete", obj)
+    def delete(self, obj: Any, cause: Cause = Cause.USER) -> Event:
+        return self.apply(EventType.DELETED, obj, cause=cause)
 
-    def bind(self, pod: Pod, node_name: str) -> None:
-        self.apply("bind", pod, node_name)
+    def assume(self, pod: Pod, node_name: str, cause: Cause = Cause.SCHEDULER) -> Pod:
+        """The scheduler's assumption: the pod counts on the node from now on; returns the assumed pod."""
+        ev = self.apply(EventType.ASSUMED, pod, cause=cause, node=node_name)
+        return ev.obj  # type: ignore[no-any-return]
 
-    def evict(self, pod: Pod) -> None:
-        self.apply("evict", pod)
+    def bind(self, pod: Pod, node_name: str, cause: Cause = Cause.SCHEDULER) -> Pod:
+        """A binding made through the API; returns the bound pod object."""
+        ev = self.apply(EventType.BOUND, pod, cause=cause, node=node_name)
+        return ev.obj  # type: ignore[no-any-return]
+
+    def unbind(self, pod: Pod, cause: Cause = Cause.SCHEDULER) -> Pod:
+        ev = self.apply(EventType.UNBOUND, pod, cause=cause)
+        return ev.obj  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------ reading
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubesched.api.objects import Pod
+from kubesched.cluster.events import Cause
 from kubesched.cluster.state import ClusterState
 from kubesched.descheduler.framework import EvictionLimitError, EvictOptions, EvictorPlugin, SortPlugin
 
@@ -127,8 +128,9 @@ class PodEvictor:
         if self.dry_run:
             return
         for r in (self.records if records is None else records):
-            if r.pod.key in self.cluster.pods:
-                self.cluster.evict(r.pod)
+            cur = self.cluster.pods.get(r.pod.key)
+            if cur is not None:
+                self.cluster.delete(cur, cause=Cause.DESCHEDULER)
 
 
 class ProfileEvictor:

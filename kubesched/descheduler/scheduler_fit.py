@@ -34,12 +34,12 @@ def clone_cluster(cluster: ClusterState) -> ClusterState:
     """A separate ClusterState holding the same objects (adding objects never mutates them)."""
     shadow = ClusterState()
     for n in cluster.nodes.values():
-        shadow.apply("add", n)
+        shadow.add(n)
     for store in (cluster.namespaces, cluster.priority_classes, cluster.pdbs, cluster.pvcs, cluster.workloads):
         for obj in store.values():
-            shadow.apply("add", obj)
+            shadow.add(obj)
     for p in cluster.pods.values():
-        shadow.apply("add", p)
+        shadow.add(p)
     shadow.others = dict(cluster.others)
     return shadow
 
@@ -96,13 +96,13 @@ class SchedulerNodeFit:
         if len(rows) == 0:
             self.last_reason = "no candidate node"
             return None
-        mask = self.scheduler._nodes_passing(self.framework, state, repl, rows)
+        mask = self.scheduler.nodes_passing(self.framework, state, repl, rows)
         return state, repl, rows[mask]
 
     def _without(self, pod: Pod) -> Pod | None:
         cur = self.shadow.pods.get(pod.key)
         if cur is not None:
-            self.shadow.evict(cur)
+            self.shadow.delete(cur)
         return cur
 
     def _restore(self, cur: Pod | None) -> None:
@@ -162,7 +162,7 @@ class SchedulerNodeFit:
         """The pod was evicted: it leaves its node and its replacement takes room on the chosen target."""
         cur = self.shadow.pods.get(pod.key)
         if cur is not None:
-            self.shadow.evict(cur)
+            self.shadow.delete(cur)
         placed = self.pending.pop(pod.key, None)
         if placed is not None:
             repl, target = placed

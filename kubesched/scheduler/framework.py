@@ -17,6 +17,7 @@ import numpy as np
 
 from kubesched.api.objects import Pod
 from kubesched.cluster.state import ClusterState, NodeInfo
+from kubesched.scheduler.nominator import Nominator
 
 if TYPE_CHECKING:
     from kubesched.scheduler.runtime import Framework
@@ -154,11 +155,13 @@ class Handle:
 
     def __init__(self, cluster: ClusterState, framework: Framework | None = None,
                  now: Callable[[], float] | None = None, rng: np.random.Generator | None = None,
-                 extra: dict[str, Any] | None = None) -> None:
+                 extra: dict[str, Any] | None = None, nominator: Nominator | None = None) -> None:
         self.cluster = cluster
         self.framework = framework
         self.now = now or (lambda: 0.0)
         self.rng = rng if rng is not None else np.random.default_rng(0)
+        # The PodNominator (preemption's nominations); a scheduler-less handle gets an empty one.
+        self.nominator = nominator if nominator is not None else Nominator(cluster)
         # Named services other parts provide (a metrics source for load-aware plugins, ...).
         self.extra: dict[str, Any] = dict(extra or {})
 

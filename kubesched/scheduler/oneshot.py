@@ -77,7 +77,6 @@ def capacity(sched: Scheduler, template: str | Pod, max_limit: int = 0) -> dict[
             raw.setdefault("spec", {}).pop("nodeName", None)
             pod = parse_pod(raw)
             sched.cluster.add(pod)
-            sched.queue.add(pod)
             qpi = sched.queue.pop()
             if qpi is None:
                 reason = "waiting for scheduling gates: " + ", ".join(pod.scheduling_gates)

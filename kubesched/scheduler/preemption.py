@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from kubesched.api.objects import Pod, PodDisruptionBudget, parse_time
+from kubesched.cluster.events import Cause
 from kubesched.cluster.state import NodeInfo
 from kubesched.errors import InputError
 from kubesched.scheduler.framework import Code, CycleState, Handle, PostFilterResult, Status
@@ -202,35 +203,20 @@ class Evaluator:
 
     # -------------------------------------------------------- the nominator
 
-    def _nominator(self) -> Any:
-        return self.handle.extra.get("scheduler")
-
     def nominated_pods_for(self, node_name: str, pod: Pod) -> list[Pod]:
         """Pods nominated to the node with priority at least the pod's (what Filter must leave room for)."""
-        sched = self._nominator()
-        return sched.nominated_pods_for(node_name, pod) if sched is not None else []
+        return self.handle.nominator.nominated_pods_for(node_name, pod)
 
     def lower_priority_nominated_pods(self, pod: Pod, node_name: str) -> list[Pod]:
-        sched = self._nominator()
-        if sched is None:
-            return []
-        prio = pod.effective_priority
-        out = []
-        for key, node in list(sched.nominated.items()):
-            p = self.handle.cluster.pods.get(key)
-            if node == node_name and p is not None and p.effective_priority < prio:
-                out.append(p)
-        return out
+        return self.handle.nominator.lower_priority_pods(pod, node_name)
 
     def _clear_nomination(self, pods: Sequence[Pod]) -> None:
-        sched = self._nominator()
+        cluster = self.handle.cluster
         for p in pods:
-            if sched is not None:
-                sched.nominated.pop(p.key, None)
-            p.nominated_node_name = ""
-            status = p.raw.get("status")
-            if isinstance(status, dict):
-                status.pop("nominatedNodeName", None)
+            self.handle.nominator.delete(p.key)
+            cur = cluster.pods.get(p.key)
+            if cur is not None and cur.nominated_node_name:
+                cluster.update(cur.with_status(nominatedNodeName=None), cause=Cause.PREEMPTION)
 
     # -------------------------------------------------------- Preempt
 
@@ -341,6 +327,6 @@ class Evaluator:
                 continue
             cur = cluster.pods.get(victim.key)
             if cur is not None:
-                cluster.apply("delete", cur)
+                cluster.delete(cur, cause=Cause.PREEMPTION)
         self._clear_nomination(self.lower_priority_nominated_pods(pod, c.name))
         return Status()

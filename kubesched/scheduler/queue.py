@@ -114,8 +114,10 @@ class SchedulingQueue:
         qpi.gated = False
         self._push_active(qpi)
 
-    def update(self, pod: Pod) -> None:
-        """A pending pod changed (e.g. a scheduling gate removed)."""
+    def update(self, pod: Pod, spec_changed: bool = True) -> None:
+        """A pending pod changed (e.g. a scheduling gate removed). A status-only change (`spec_changed`
+        False, e.g. a nomination) updates the pod where it is; another change may make an unschedulable
+        pod schedulable, so it moves (upstream's isPodUpdated)."""
         qpi = self.infos.get(pod.key)
         if qpi is None:
             self.add(pod)
@@ -124,7 +126,7 @@ class SchedulingQueue:
         where = self.where.get(pod.key)
         if where == "gated":
             self._enqueue_new(qpi)
-        elif where == "unschedulable":
+        elif where == "unschedulable" and spec_changed:
             self._move(qpi)
 
     def delete(self, pod: Pod) -> None:

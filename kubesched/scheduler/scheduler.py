@@ -14,14 +14,19 @@ from typing import Any
 import numpy as np
 
 from kubesched.api.objects import Pod
+from kubesched.cluster.events import Cause, Event, EventType
 from kubesched.cluster.state import ClusterState
 from kubesched.config.scheduler_config import SchedulerConfig, default_config
 from kubesched.scheduler.framework import Code, CycleState, Handle, PostFilterResult, Status
+from kubesched.scheduler.nominator import Nominator
 from kubesched.scheduler.queue import SchedulingQueue
 from kubesched.scheduler.registry import Registry, default_registry
 from kubesched.scheduler.runtime import Framework, ScoreBreakdown, build_frameworks
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
+# What a cluster event is, for the plugins' registered events (EventsToRegister).
+_ACTIONS = {EventType.ADDED: "add", EventType.UPDATED: "update", EventType.DELETED: "delete",
+            EventType.ASSUMED: "add", EventType.BOUND: "add", EventType.UNBOUND: "delete"}
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 NO_NODE_AVAILABLE = "0/{} nodes are available"
 
@@ -91,56 +96,69 @@ class Scheduler:
         self.rng = np.random.default_rng(seed)
         self.clock = clock or (lambda: 0.0)
         self.extra = dict(extra or {})
+        # The nominator: pods nominated to a node by preemption (and snapshot status.nominatedNodeName).
+        self.nominator = Nominator(cluster)
         self.frameworks: dict[str, Framework] = build_frameworks(
-            self.config, self.registry, lambda: Handle(cluster, None, self.clock, self.rng, self.extra))
-        for fwk in self.frameworks.values():
-            fwk.handle.extra["scheduler"] = self
+            self.config, self.registry,
+            lambda: Handle(cluster, None, self.clock, self.rng, self.extra, nominator=self.nominator))
         self.queue = SchedulingQueue(self.frameworks, self.clock, self.config.pod_initial_backoff_seconds,
                                      self.config.pod_max_backoff_seconds)
         self.next_start_node_index = 0
-        # The nominator: pods nominated to a node by preemption (and snapshot status.nominatedNodeName).
-        self.nominated: dict[str, str] = {}
-        for p in cluster.pending_pods():
-            if p.nominated_node_name:
-                self.nominated[p.key] = p.nominated_node_name
-        cluster.listeners.append(self._on_event)
+        cluster.subscribe(self._on_event)
+        self.enqueue_pending()
+
+    @property
+    def nominated(self) -> dict[str, str]:
+        return self.nominator.nominated
 
     # ------------------------------------------------------------ events
 
-    def _on_event(self, action: str, obj: Any, extra: Any) -> None:
-        kind = getattr(obj, "kind", "")
-        if kind == "Pod":
-            if action in ("delete", "evict"):
-                self.nominated.pop(obj.key, None)
-                if obj.node_name:
-                    self.queue.on_cluster_event("Pod", "delete")
-                else:
-                    self.queue.delete(obj)
-            elif action == "bind":
+    def _on_event(self, ev: Event) -> None:
+        """The scheduler's event handlers: pending pods enter the queue, changes move rejected pods back."""
+        kind = ev.kind
+        if kind != "Pod":
+            if kind:
+                self.queue.on_cluster_event(kind, _ACTIONS[ev.type])
+            return
+        pod: Pod = ev.obj
+        t = ev.type
+        if t is EventType.DELETED:
+            self.nominator.delete(pod.key)
+            if pod.node_name:
+                self.queue.on_cluster_event("Pod", "delete")
+            else:
+                self.queue.delete(pod)
+        elif t is EventType.BOUND:
+            if pod.key in self.queue.infos and self.queue.where.get(pod.key) != "inflight":
+                # Bound by someone else: it leaves the queue.
+                self.queue.delete(pod)
+            self.queue.on_cluster_event("Pod", "add")
+        elif t is EventType.ADDED:
+            if pod.node_name:
                 self.queue.on_cluster_event("Pod", "add")
-            elif action in ("add", "update"):
-                if obj.node_name:
-                    self.queue.on_cluster_event("Pod", action)
-                elif action == "update" and obj.key in self.queue.infos:
+            elif not pod.is_terminal and not pod.is_terminating:
+                self.queue.add(pod)
+        elif t is EventType.UPDATED:
+            if pod.node_name:
+                self.queue.on_cluster_event("Pod", "update")
+            elif pod.key in self.queue.infos:
+                if pod.is_terminal or pod.is_terminating:
+                    self.queue.delete(pod)
+                else:
                     # A pending pod changed (e.g. its scheduling gates were removed).
-                    self.queue.update(obj)
-        elif kind:
-            self.queue.on_cluster_event(kind, action)
+                    self.queue.update(pod, spec_changed=_spec_changed(ev.old, pod))
+
+    def enqueue_pending(self) -> None:
+        """Every pending pod of the state not in the queue yet enters it (in the state's order)."""
+        for p in self.cluster.pending_pods():
+            if p.key not in self.queue.infos:
+                self.queue.add(p)
 
     def framework_for(self, pod: Pod) -> Framework | None:
         return self.frameworks.get(pod.scheduler_name)
 
     def nominated_pods_for(self, node_name: str, pod: Pod) -> list[Pod]:
-        """Pods nominated to `node_name` with priority at least the pod's (excluding the pod itself)."""
-        out = []
-        prio = pod.effective_priority
-        for key, node in self.nominated.items():
-            if node != node_name or key == pod.key:
-                continue
-            p = self.cluster.pods.get(key)
-            if p is not None and not p.node_name and p.effective_priority >= prio:
-                out.append(p)
-        return out
+        return self.nominator.nominated_pods_for(node_name, pod)
 
     # ------------------------------------------------------------ finding nodes
 
@@ -157,13 +175,11 @@ class Scheduler:
         num = num_all_nodes * pct // 100
         return max(num, MIN_FEASIBLE_NODES_TO_FIND)
 
-    def _nodes_passing(self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray) -> np.ndarray:
+    def nodes_passing(self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray) -> np.ndarray:
         mask = fwk.filter_mask(state, pod, rows)
-        if self.nominated:
+        if self.nominator:
             # Only nodes with nominated pods need the slower check with those pods added.
-            by_name = self.cluster.node_info_by_name
-            target_rows = {info.index: name for k, name in self.nominated.items()
-                           if k != pod.key and (info := by_name.get(name)) is not None}
+            target_rows = self.nominator.rows_with_nominations(excluding=pod.key)
             if target_rows:
                 infos = self.cluster.node_infos
                 for i in np.flatnonzero(np.isin(rows, np.fromiter(target_rows, dtype=np.int64))):
@@ -206,7 +222,7 @@ class Scheduler:
             nominated_info = cluster.node_info_by_name.get(pod.nominated_node_name)
             if nominated_info is not None and (pre_res.all_nodes() or nominated_info.name in (pre_res.node_names or ())):
                 rows = np.array([nominated_info.index], dtype=np.int64)
-                if self._nodes_passing(fwk, state, pod, rows)[0]:
+                if self.nodes_passing(fwk, state, pod, rows)[0]:
                     return rows, 1
 
         rows = all_rows
@@ -234,7 +250,7 @@ class Scheduler:
         while processed < n:
             hi = min(n, processed + chunk)
             seg = self._segment(rows, start, processed, hi)
-            mask = self._nodes_passing(fwk, state, pod, seg)
+            mask = self.nodes_passing(fwk, state, pod, seg)
             pos = mask.nonzero()[0]
             need = to_find - found
             if len(pos) >= need:
@@ -349,22 +365,20 @@ class Scheduler:
         return self._assume_and_bind(fwk, state, qpi, result.suggested_host, cycle)
 
     def _nominate(self, pod: Pod, pf: PostFilterResult) -> None:
-        pod.nominated_node_name = pf.nominated_node_name
-        if not pf.nominated_node_name:
-            self.nominated.pop(pod.key, None)
-            status = pod.raw.get("status")
-            if isinstance(status, dict):
-                status.pop("nominatedNodeName", None)
-            return
-        self.nominated[pod.key] = pf.nominated_node_name
-        status = pod.raw.setdefault("status", {})
-        if isinstance(status, dict):
-            status["nominatedNodeName"] = pf.nominated_node_name
+        """Record (or clear) the pod's nomination, in the nominator and in its status."""
+        node = pf.nominated_node_name
+        if node:
+            self.nominator.add(pod.key, node)
+        else:
+            self.nominator.delete(pod.key)
+        cur = self.cluster.pods.get(pod.key)
+        if cur is not None and cur.nominated_node_name != node:
+            self.cluster.update(cur.with_status(nominatedNodeName=node or None), cause=Cause.SCHEDULER)
 
     def _assume_and_bind(self, fwk: Framework, state: CycleState, qpi: Any, host: str, cycle: int) -> Outcome:
-        pod = qpi.pod
         # Assume: the pod counts on the node from now on, before binding completes.
-        self.cluster.bind(pod, host)
+        pod = self.cluster.assume(qpi.pod, host)
+        qpi.pod = pod
         st = fwk.run_reserve(state, pod, host)
         if st.is_success:
             st = fwk.run_permit(state, pod, host)
@@ -374,23 +388,19 @@ class Scheduler:
             st = fwk.run_bind(state, pod, host)
         if not st.is_success:
             fwk.run_unreserve(state, pod, host)
-            self.cluster.apply("unbind", pod)
+            qpi.pod = self.cluster.unbind(pod)
             qpi.unschedulable_plugins = {st.plugin} if st.plugin else set()
             self.queue.add_unschedulable(qpi, cycle, error=st.code is Code.ERROR)
-            return Outcome(pod, None, reason=st.message, status=st)
-        fwk.run_post_bind(state, pod, host)
-        self.nominated.pop(pod.key, None)
-        if pod.nominated_node_name:
-            pod.nominated_node_name = ""
-        self.queue.done(pod)
-        return Outcome(pod, host)
+            return Outcome(qpi.pod, None, reason=st.message, status=st)
+        bound = self.cluster.pods.get(pod.key, pod)
+        fwk.run_post_bind(state, bound, host)
+        self.nominator.delete(pod.key)
+        if bound.nominated_node_name:
+            self.cluster.update(bound.with_status(nominatedNodeName=None), cause=Cause.SCHEDULER)
+        self.queue.done(bound)
+        return Outcome(bound, host)
 
     # ------------------------------------------------------------ the loop
-
-    def enqueue_pending(self) -> None:
-        for p in self.cluster.pending_pods():
-            if p.key not in self.queue.infos:
-                self.queue.add(p)
 
     def run_until_idle(self, advance: Callable[[float], None] | None = None,
                        on_outcome: Callable[[Outcome], None] | None = None, max_attempts: int = 1_000_000) -> None:
@@ -409,3 +419,12 @@ class Scheduler:
             if on_outcome is not None:
                 on_outcome(out)
 
+
+
+def _spec_changed(old: Pod | None, new: Pod) -> bool:
+    """isPodUpdated: anything but the status (and bookkeeping metadata) differs."""
+    if old is None:
+        return True
+    if old.raw.get("spec") is not new.raw.get("spec") and old.raw.get("spec") != new.raw.get("spec"):
+        return True
+    return old.meta.labels != new.meta.labels or old.meta.annotations != new.meta.annotations

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from kubesched.api.defaulting import admit_pod, default_workload
 from kubesched.api.objects import (
     Node,
     ObjectMeta,
@@ -37,13 +38,13 @@ from kubesched.api.objects import (
 )
 from kubesched.api.resources import pod_limits, scheduler_request
 from kubesched.api.snapshot import Snapshot, load_snapshot, parse_objects
+from kubesched.cluster.events import Cause, Event, EventType
 from kubesched.cluster.state import ClusterState
 from kubesched.config.scheduler_config import SchedulerConfig, default_config, parse_scheduler_config
 from kubesched.errors import InputError
 from kubesched.metrics.base import MetricsFeed
 from kubesched.sim import controllers as ctl
 from kubesched.sim.controllers import Controller, SimPod
-from kubesched.sim.defaulting import admit_pod, default_workload
 from kubesched.sim.loops import Binding, Eviction
 from kubesched.sim.metrics import LazyPodMetrics, MetricsPipeline, Sample, SimMetricsSource, smooth
 from kubesched.sim.recorder import Recorder
@@ -226,15 +227,15 @@ class Engine:
                 self._add_node(node, initial=True)
         for group in (snap, extra):
             for ns in group.namespaces:
-                self.cluster.apply("add", ns)
+                self.cluster.add(ns)
             for pc in group.priority_classes:
-                self.cluster.apply("add", pc)
+                self.cluster.add(pc)
             for pdb in group.pdbs:
-                self.cluster.apply("add", pdb)
+                self.cluster.add(pdb)
             for pvc in group.pvcs:
-                self.cluster.apply("add", pvc)
+                self.cluster.add(pvc)
             for w in group.workloads:
-                self.cluster.apply("add", w)
+                self.cluster.add(w)
         for o in snap.others:
             if getattr(o, "kind", "") in ("NodeMetrics", "PodMetrics"):
                 self._note_snapshot_metrics(o.raw)
@@ -246,7 +247,7 @@ class Engine:
         # koord-scheduler's LoadAwareScheduling reads koordlet's NodeMetric, reported every minute.
         self._koord_plugins = [p for fwk in self.sched.frameworks.values() for p in fwk.plugins.values()
                                if getattr(p, "name", "") == "LoadAwareScheduling"]
-        self.cluster.listeners.append(self._on_cluster_event)
+        self.cluster.subscribe(self._on_cluster_event)
         self._snapshot_pods(snap)
         self._workload_controllers()
 
@@ -266,7 +267,7 @@ class Engine:
         return parse_node(raw)
 
     def _add_node(self, node: Node, initial: bool = False) -> None:
-        self.cluster.apply("add", node)
+        self.cluster.add(node)
         nid = self.node_ids.get(node.name)
         if nid is None:
             nid = len(self.node_names)
@@ -399,14 +400,12 @@ class Engine:
             sp = self._register(p, owner, identity, ordinal, None, workload)
             if owner is not None:
                 owner.adopt(sp)
-            self.cluster.apply("add", p)
+            self.cluster.add(p)
             if p.node_name and not p.is_terminal:
                 sp.node = p.node_name
                 sp.bound_at = 0.0
                 self._push(0.0, ORDER_POD, self._start_pod, sp, self.serial[sp.key])
-            elif not p.node_name and not p.is_terminal:
-                self.sched.queue.add(p)
-            else:
+            elif p.is_terminal:
                 sp.phase = p.phase
         for c in snap_ctrl.values():
             self.controllers.append(c)
@@ -416,7 +415,7 @@ class Engine:
         kind = obj.get("kind")
         if kind == "Deployment":
             d = ctl.DeploymentController(self, obj, workload)
-            self.cluster.apply("add", parse_workload(d.rs_object, "ReplicaSet"))
+            self.cluster.add(parse_workload(d.rs_object, "ReplicaSet"))
             self.by_workload[workload] = d
             return d
         if kind == "ReplicaSet":
@@ -437,7 +436,7 @@ class Engine:
             try:
                 obj = default_workload(w.manifest, w.where)
                 if obj.get("kind") in ("ReplicaSet", "StatefulSet"):
-                    self.cluster.apply("add", parse_workload(obj, obj["kind"]))
+                    self.cluster.add(parse_workload(obj, obj["kind"]))
             except InputError as e:
                 raise e.located(file=self.s.path) from None
             c = self._make_controller(obj, w.key, w.job_duration)
@@ -483,8 +482,7 @@ class Engine:
         sp = self._register(pod, owner, identity, ordinal, replaces, wl)
         if owner is not None:
             owner.pods[sp.key] = sp
-        self.cluster.apply("add", pod)
-        self.sched.queue.add(pod)
+        self.cluster.add(pod, cause=Cause.TRACE if owner is None else Cause.CONTROLLER)
         return sp
 
     def _instantiate(self, raw: dict[str, Any], owner: Controller | None, name: str, ns: str, uid: str,
@@ -530,16 +528,13 @@ class Engine:
         return dataclasses.replace(proto, meta=new_pod_meta, raw=new_raw, node_name="", phase="Pending",
                                    nominated_node_name="", cache=cache)
 
-    def _set_status(self, sp: SimPod, phase: str, **fields: Any) -> None:
+    def _set_status(self, sp: SimPod, phase: str, cause: Cause = Cause.KUBELET, **fields: Any) -> None:
         sp.phase = phase
-        sp.pod.phase = phase
-        status = sp.pod.raw.get("status")
-        if not isinstance(status, dict):
-            status = {}
-        status = dict(status)
-        status["phase"] = phase
-        status.update(fields)
-        sp.pod.raw["status"] = status
+        self._update_pod(sp, sp.pod.with_status(phase=phase, **fields), cause=cause)
+
+    def _update_pod(self, sp: SimPod, new: Pod, cause: Cause) -> None:
+        sp.pod = new
+        self.cluster.update(new, cause=cause)
 
     def _start_pod(self, sp: SimPod, serial: int) -> None:
         """The kubelet starts a bound pod: admission first (pressure conditions), then it runs."""
@@ -576,11 +571,6 @@ class Engine:
             return
         self._free_slot(sp)
         self._set_status(sp, "Succeeded")
-        self._internal += 1
-        try:
-            self.cluster.apply("update", sp.pod)
-        finally:
-            self._internal -= 1
         self.rec.event(self.t, "podSucceeded", pod=sp.key, node=sp.node)
         self._terminated.append(sp.key)
         if sp.owner is not None:
@@ -594,11 +584,6 @@ class Engine:
         self._free_slot(sp)
         self._killing.discard(sp.key)
         self._set_status(sp, "Failed", reason=reason, message=message)
-        self._internal += 1
-        try:
-            self.cluster.apply("update", sp.pod)
-        finally:
-            self._internal -= 1
         self._terminated.append(sp.key)
         if sp.owner is not None:
             sp.owner.pod_failed(sp)
@@ -624,10 +609,7 @@ class Engine:
         sp.terminating = True
         sp.deletion_at = self.t
         dt = datetime.fromtimestamp(self.epoch + self.t + g, UTC)
-        sp.pod.meta.deletion_timestamp = dt
-        sp.pod.raw["metadata"] = dict(sp.pod.raw.get("metadata") or {})
-        sp.pod.raw["metadata"]["deletionTimestamp"] = rfc3339(self.epoch + self.t + g)
-        sp.pod.raw["metadata"]["deletionGracePeriodSeconds"] = int(g)
+        self._update_pod(sp, sp.pod.marked_for_deletion(dt, int(g)), cause=Cause.CONTROLLER)
         self._push(self.t + g, ORDER_POD, self._finish_deletion, sp, self.serial[sp.key])
         if sp.owner is not None:
             sp.owner.pod_terminating(sp)
@@ -649,12 +631,9 @@ class Engine:
         """The pod object is deleted from the cluster."""
         self._free_slot(sp)
         sp.gone = True
-        self._internal += 1
-        try:
-            if sp.key in self.cluster.pods and self.cluster.pods[sp.key] is sp.pod:
-                self.cluster.apply("delete", sp.pod)
-        finally:
-            self._internal -= 1
+        cur = self.cluster.pods.get(sp.key)
+        if cur is not None and cur.uid == sp.pod.uid:
+            self.cluster.delete(cur, cause=Cause.API)
         self._gone(sp)
 
     def _gone(self, sp: SimPod) -> None:
@@ -667,23 +646,27 @@ class Engine:
 
     # ------------------------------------------------------------ cluster events (bindings, preemption)
 
-    def _on_cluster_event(self, action: str, obj: Any, extra: Any) -> None:
-        if getattr(obj, "kind", "") != "Pod":
+    def _on_cluster_event(self, ev: Event) -> None:
+        if ev.kind != "Pod":
             return
+        obj = ev.obj
         sp = self.pods.get(obj.key)
-        if sp is None or sp.pod is not obj:
+        if sp is None or sp.pod.uid != obj.uid:
             return
-        if action == "bind":
-            sp.node = str(extra)
+        if ev.type is not EventType.DELETED:
+            sp.pod = obj
+        action = ev.type
+        if action is EventType.BOUND:
+            sp.node = ev.node
             sp.bound_at = self.t
             latency = self.t - sp.created
             self.rec.latencies.append(latency)
             self.rec.bindings.append(Binding(self.t, sp.key, sp.workload, sp.node, sp.created))
             self._push(self.t + self.s.startup_delay, ORDER_POD, self._start_pod, sp, self.serial[sp.key])
-        elif action == "unbind":
+        elif action is EventType.UNBOUND:
             sp.node = ""
             sp.bound_at = None
-        elif action in ("delete", "evict") and not self._internal:
+        elif action is EventType.DELETED and ev.cause is Cause.PREEMPTION:
             # Deleted by someone else: the scheduler's preemption deletes its victims.
             self.rec.evictions.append(Eviction(self.t, sp.key, sp.workload, sp.node, "scheduler", "Preempted"))
             self._free_slot(sp)
@@ -930,13 +913,11 @@ class Engine:
         sp.restarts += 1
         self.rec.oom_kills.append({"t": self.t, "pod": sp.key, "node": sp.node, "scope": scope,
                                    "memory": int(mem), "workload": sp.workload})
-        status = sp.pod.raw.get("status")
-        if isinstance(status, dict):
-            for cs in status.get("containerStatuses") or []:
-                if isinstance(cs, dict):
-                    cs["restartCount"] = sp.restarts
-                    cs["lastState"] = {"terminated": {"reason": "OOMKilled", "exitCode": 137}}
-                    break
+        statuses = [dict(cs) for cs in sp.pod.status.get("containerStatuses") or [] if isinstance(cs, dict)]
+        if statuses:
+            statuses[0]["restartCount"] = sp.restarts
+            statuses[0]["lastState"] = {"terminated": {"reason": "OOMKilled", "exitCode": 137}}
+            self._update_pod(sp, sp.pod.with_status(containerStatuses=statuses), cause=Cause.KUBELET)
         if sp.pod.restart_policy == "Never":
             self._fail_pod(sp, "OOMKilled", "container exceeded its memory limit", component="oom")
             return
@@ -1107,9 +1088,8 @@ class Engine:
         if sp.gone or self.serial.get(sp.key) != serial:
             return
         self._fail_pod(sp, "Evicted", message, component="kubelet")
-        status = sp.pod.raw.get("status")
-        if isinstance(status, dict) and conditions:
-            status["conditions"] = list(conditions)
+        if conditions:
+            self._update_pod(sp, sp.pod.with_status(conditions=list(conditions)), cause=Cause.KUBELET)
 
     # ------------------------------------------------------------ node changes
 
@@ -1120,7 +1100,7 @@ class Engine:
         raw = _deepcopy(node.raw)
         change(raw)
         new = parse_node(raw)
-        self.cluster.apply("update", new)
+        self.cluster.update(new, cause=Cause.NODE_LIFECYCLE)
 
     def _set_node_pressure(self, name: str, conditions: list[str]) -> None:
         """The kubelet reports pressure conditions; the node lifecycle controller keeps taints in step."""
@@ -1160,7 +1140,7 @@ class Engine:
         node = self.cluster.nodes.get(name)
         if node is None:
             return
-        self.cluster.apply("delete", node)
+        self.cluster.delete(node, cause=Cause.NODE_LIFECYCLE)
         nid = self.node_ids[name]
         self.node_present[nid] = False
         self.kubelets.pop(nid, None)
@@ -1198,7 +1178,7 @@ class Engine:
 
     def _update_pdbs(self) -> None:
         """The disruption controller: current and desired healthy pods, disruptions allowed."""
-        for pdb in self.cluster.pdbs.values():
+        for pdb in list(self.cluster.pdbs.values()):
             pods = [sp for sp in self.pods.values() if sp.pod.namespace == pdb.meta.namespace and not sp.gone
                     and sp.phase not in ("Succeeded", "Failed") and pdb.selector.matches(sp.pod.labels)]
             expected = len([p for p in pods if not p.terminating])
@@ -1209,19 +1189,21 @@ class Engine:
                 desired = max(0, expected - _int_or_percent(pdb.max_unavailable, expected, round_up=True))
             else:
                 desired = expected
-            pdb.expected_pods = expected
-            pdb.current_healthy = healthy
-            pdb.desired_healthy = desired
-            pdb.disruptions_allowed = max(0, healthy - desired)
+            allowed = max(0, healthy - desired)
+            if (pdb.expected_pods, pdb.current_healthy, pdb.desired_healthy, pdb.disruptions_allowed) != (
+                    expected, healthy, desired, allowed):
+                self.cluster.update(pdb.with_status(disruptions_allowed=allowed, current_healthy=healthy,
+                                                    desired_healthy=desired, expected_pods=expected),
+                                    cause=Cause.DISRUPTION)
 
     def _pdb_allows(self, pod: Pod) -> bool:
         for pdb in self.cluster.pdbs.values():
             if pdb.meta.namespace == pod.namespace and pdb.selector.matches(pod.labels):
                 if pdb.disruptions_allowed <= 0:
                     return False
-        for pdb in self.cluster.pdbs.values():
+        for pdb in list(self.cluster.pdbs.values()):
             if pdb.meta.namespace == pod.namespace and pdb.selector.matches(pod.labels):
-                pdb.disruptions_allowed -= 1
+                self.cluster.update(pdb.with_status(disruptions_allowed=pdb.disruptions_allowed - 1), cause=Cause.API)
         return True
 
     # ------------------------------------------------------------ descheduler

@@ -968,7 +968,7 @@ def parse_scenario(doc: Any, path: str) -> Scenario:
 
 def _check_workloads(workloads: list[WorkloadSpec], cluster: ClusterSpec, file: str) -> None:
     """Workload defaults and validation up front, and PriorityClass names that exist."""
-    from kubesched.sim.defaulting import SYSTEM_PRIORITY_CLASSES, default_workload
+    from kubesched.api.defaulting import SYSTEM_PRIORITY_CLASSES, default_workload
 
     classes = set(SYSTEM_PRIORITY_CLASSES)
     classes.update(str((o.get("metadata") or {}).get("name")) for o in cluster.objects if o.get("kind") == "PriorityClass")

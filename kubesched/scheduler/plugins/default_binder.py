@@ -1,4 +1,4 @@
-"""DefaultBinder: binds the pod to the node through the cluster state's single path of change."""
+"""DefaultBinder: binds the pod to the node (upstream: a POST to the pods/binding subresource)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,6 @@ class DefaultBinder(BindPlugin):
     name = "DefaultBinder"
 
     def bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
-        cluster = self.handle.cluster
-        cur = cluster.pods.get(pod.key)
-        # The scheduler assumed the pod on the node already; binding confirms it.
-        if cur is None or cur.node_name != node_name:
-            cluster.bind(pod, node_name)
+        # The scheduler assumed the pod on the node already; the binding confirms it.
+        self.handle.cluster.bind(pod, node_name)
         return Status()

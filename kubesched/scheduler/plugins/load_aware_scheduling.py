@@ -35,6 +35,7 @@ import numpy as np
 from kubesched.api import koordinator as koord
 from kubesched.api.objects import Node, Pod, parse_time
 from kubesched.api.resources import pod_limits, pod_requests
+from kubesched.cluster.events import Event, EventType
 from kubesched.cluster.state import ClusterState, NodeInfo
 from kubesched.errors import InputError
 from kubesched.metrics.base import (
@@ -209,7 +210,7 @@ class LoadAwareScheduling(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlu
         for pod in handle.cluster.pods.values():
             if pod.node_name:
                 self.assign(pod.node_name, pod)
-        handle.cluster.listeners.append(self._on_event)
+        handle.cluster.subscribe(self._on_event, index=True)
 
     @classmethod
     def default_args(cls) -> dict[str, Any]:
@@ -353,18 +354,21 @@ class LoadAwareScheduling(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlu
         for tables in self._tables.values():
             tables.dirty.add(node)
 
-    def _on_event(self, action: str, obj: Any, extra: Any) -> None:
-        if getattr(obj, "kind", None) != "Pod":
+    def _on_event(self, ev: Event) -> None:
+        """koord-scheduler's podAssignCache: pods seen bound (through the API), and their removal."""
+        if ev.kind != "Pod":
             return
-        if action in ("delete", "evict", "unbind"):
+        obj = ev.obj
+        t = ev.type
+        if t is EventType.DELETED or t is EventType.UNBOUND:
             self.unassign(obj)
-        elif action == "bind":
-            if self._where.get(obj.key) != extra:
-                self.assign(str(extra), obj)
-        elif action in ("add", "update") and obj.node_name:
+        elif t is EventType.BOUND:
+            if self._where.get(obj.key) != ev.node:
+                self.assign(ev.node, obj)
+        elif (t is EventType.ADDED or t is EventType.UPDATED) and obj.node_name:
             if obj.is_terminal:
                 self.unassign(obj)
-            elif action == "add" or self._where.get(obj.key) != obj.node_name:
+            elif t is EventType.ADDED or ev.old is None or ev.old.node_name != obj.node_name:
                 # A status update of a pod already cached on its node keeps its stamp.
                 self.assign(obj.node_name, obj)
 

@@ -27,6 +27,7 @@ import numpy as np
 
 from kubesched.api.objects import Node, Pod, PodAffinityTerm, find_untolerated_taint
 from kubesched.api.selectors import NOTHING, LabelSelector, Requirement
+from kubesched.cluster.events import Event, EventType
 from kubesched.cluster.state import ClusterState
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
@@ -327,17 +328,17 @@ class ClusterIndex:
 
     # ------------------------------------------------------------ events
 
-    def on_event(self, action: str, obj: Any, extra: Any) -> None:
-        kind = getattr(obj, "kind", None)
+    def on_event(self, ev: Event) -> None:
+        kind = ev.kind
         cluster = self.cluster_ref()
         if cluster is None:
             return
         if kind == "Pod":
             if self.valid:
-                self._reconcile(cluster, obj.key)
+                self._reconcile(cluster, ev.obj.key)
         elif kind == "Node":
             # Rows are positional: a node added or removed renumbers or grows them.
-            if action == "delete" or cluster.num_nodes != self.n:
+            if ev.type is EventType.DELETED or cluster.num_nodes != self.n:
                 self.valid = False
         elif kind in WORKLOAD_KINDS:
             self.workload_generation += 1
@@ -559,6 +560,6 @@ def index_for(cluster: ClusterState) -> ClusterIndex:
     idx = _INDEXES.get(cluster)
     if idx is None:
         idx = ClusterIndex(weakref.ref(cluster))
-        cluster.listeners.append(idx.on_event)
+        cluster.subscribe(idx.on_event, index=True)
         _INDEXES[cluster] = idx
     return idx

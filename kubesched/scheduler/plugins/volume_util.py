@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubesched.api.objects import PersistentVolumeClaim, Pod
+from kubesched.cluster.events import Event
 from kubesched.cluster.state import ClusterState
 
 ANN_STORAGE_CLASS = "volume.beta.kubernetes.io/storage-class"
@@ -142,13 +143,13 @@ def storage_index(cluster: ClusterState) -> StorageIndex:
         _INDEXES[cluster] = idx
         ref = weakref.ref(idx)
 
-        def on_event(action: str, obj: Any, extra: Any) -> None:
-            if getattr(obj, "kind", None) not in ("Pod", "Node"):
+        def on_event(ev: Event) -> None:
+            if ev.kind not in ("Pod", "Node"):
                 target = ref()
                 if target is not None:
                     target.dirty = True
 
-        cluster.listeners.append(on_event)
+        cluster.subscribe(on_event, index=True)
     if idx.dirty:
         idx.rebuild(cluster)
     return idx

@@ -17,9 +17,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from kubesched.api.objects import Pod, parse_time
+from kubesched.cluster.events import Event, EventType
 from kubesched.cluster.state import ClusterState
 
 CACHE_CLEANUP_INTERVAL_SECONDS = 5 * 60
@@ -61,7 +61,7 @@ class PodAssignEventHandler:
                     seeded.append((t, pod))
         for t, pod in sorted(seeded, key=lambda x: x[0]):
             self._append(pod.node_name, t, pod)
-        cluster.listeners.append(self._on_event)
+        cluster.subscribe(self._on_event, index=True)
 
     def _append(self, node: str, t: float, pod: Pod) -> None:
         self.scheduled.setdefault(node, []).append(PodInfo(t, pod))
@@ -79,18 +79,24 @@ class PodAssignEventHandler:
         if not infos:
             self.scheduled.pop(node, None)
 
-    def _on_event(self, action: str, obj: Any, extra: Any) -> None:
-        if getattr(obj, "kind", None) != "Pod":
+    def _on_event(self, ev: Event) -> None:
+        """PodAssignEventHandler: pods seen bound through the API (OnAdd, OnUpdate with a new node), and
+        deleted. The scheduler's own assumption is not an informer event, so it is not seen here."""
+        if ev.kind != "Pod":
             return
-        if action in ("delete", "evict", "unbind"):
+        obj = ev.obj
+        t = ev.type
+        if t is EventType.DELETED or t is EventType.UNBOUND:
             self._remove(obj)
-        elif action == "bind":
-            self._append(str(extra), self.now(), obj)
-        elif action in ("add", "update") and obj.node_name:
-            # OnAdd, or OnUpdate when the node name changed.
-            if self._node_of.get(obj.key) != obj.node_name:
-                t = pod_scheduled_time(obj) if action == "add" else None
-                self._append(obj.node_name, t if t is not None else self.now(), obj)
+        elif t is EventType.BOUND:
+            if self._node_of.get(obj.key) != ev.node:
+                self._append(ev.node, self.now(), obj)
+        elif t is EventType.ADDED and obj.node_name:
+            ts = pod_scheduled_time(obj)
+            self._append(obj.node_name, ts if ts is not None else self.now(), obj)
+        elif t is EventType.UPDATED and obj.node_name and (ev.old is None or ev.old.node_name != obj.node_name):
+            # OnUpdate only when the node name changed (a status update is not a new assignment).
+            self._append(obj.node_name, self.now(), obj)
 
     def _cleanup(self) -> None:
         t = self.now()

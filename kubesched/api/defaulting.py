@@ -1,4 +1,4 @@
-"""API defaulting and admission for objects the simulated controllers create.
+"""What the API server does to objects on create: defaulting and admission (Priority, DefaultTolerationSeconds).
 
 Snapshot objects are stored objects and are never defaulted. Workload manifests and the pods their
 controllers create go through what the API server would do on create:
