@@ -6,7 +6,7 @@ controllers had not caught up. `schedule`, `capacity`, `explain`, `qos`, `desche
 the cluster the way its controllers would leave it a moment later: every workload's missing pods exist,
 pending, made by the same code as the simulator's controllers (`sim/controllers.py`: names, labels, owner
 references, a Deployment's ReplicaSet, a DaemonSet pod's node affinity and tolerations) and passed through
-the same API defaulting and admission (`sim/defaulting.py`). No clock, no engine: what a controller does on
+the same API defaulting and admission (`api/defaulting.py`). No clock, no engine: what a controller does on
 its first sync.
 
 What counts as existing follows the controllers' pod claiming (PodControllerRefManager): pods whose
@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from kubesched.api.defaulting import admit_pod, default_workload
 from kubesched.api.documents import read_documents
 from kubesched.api.objects import GenericObject, Pod, PriorityClass, parse_pod
 from kubesched.api.selectors import LabelSelector, parse_label_selector
@@ -36,7 +37,6 @@ from kubesched.api.validation import check_create
 from kubesched.diagnostics import warn
 from kubesched.errors import InputError
 from kubesched.sim import controllers as ctl
-from kubesched.sim.defaulting import admit_pod, default_workload
 from kubesched.sim.units import stable_hash64
 
 EXPANDED_KINDS = ("Deployment", "ReplicaSet", "ReplicationController", "StatefulSet", "DaemonSet", "Job")
