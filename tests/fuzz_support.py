@@ -365,17 +365,25 @@ AWKWARD_FLAGS: list[tuple[str, str]] = [
 ]
 
 
+_BASE_FILES: dict[str, bytes] = {}
+
+
+def _base_files() -> dict[str, bytes]:
+    """The valid inputs, rendered once (each case replaces one of them)."""
+    if not _BASE_FILES:
+        for name, make in BASES.items():
+            if name not in ("config-v1beta1", "config-v1beta3", "policy-v1alpha1"):
+                _BASE_FILES[name] = render(make(), "yaml")
+        _BASE_FILES["loadaware"] = render(LOAD_AWARE, "yaml")
+    return _BASE_FILES
+
+
 @st.composite
 def cases(draw: Any) -> Case:
     target = draw(st.sampled_from(sorted(BASES)))
     argv = list(draw(st.sampled_from(USES[target])))
     fmt = draw(st.sampled_from(["yaml", "json"]))
-    files: dict[str, bytes] = {}
-    for name, make in BASES.items():
-        if name in ("config-v1beta1", "config-v1beta3", "policy-v1alpha1"):
-            continue
-        files[name] = render(make(), "yaml")
-    files["loadaware"] = render(LOAD_AWARE, "yaml")
+    files = dict(_base_files())
     doc = BASES[target]()
     key = "config" if target.startswith("config") else "policy" if target.startswith("policy") else target
     how = draw(st.sampled_from(["mutate", "mutate", "mutate", "damage", "valid"]))
