@@ -148,16 +148,16 @@ def kubelet_config() -> dict[str, Any]:
             "evictionMinimumReclaim": {"memory.available": "100Mi"}}
 
 
-def _stats(available: str) -> dict[str, Any]:
-    return {"node": {"nodeName": "n1", "memory": {"availableBytes": available, "workingSetBytes": "6Gi"},
-                     "fs": {"availableBytes": "10Gi", "capacityBytes": "20Gi"}},
+def _stats(available_mi: int) -> dict[str, Any]:
+    mi, gi = 2**20, 2**30
+    return {"node": {"nodeName": "n1", "memory": {"availableBytes": available_mi * mi, "workingSetBytes": 6 * gi},
+                     "fs": {"availableBytes": 10 * gi, "capacityBytes": 20 * gi}},
             "pods": [{"podRef": {"name": "web-0", "namespace": "default"},
-                      "memory": {"workingSetBytes": "300Mi"}}]}
+                      "memory": {"workingSetBytes": 300 * mi}}]}
 
 
 def timeline() -> list[dict[str, Any]]:
-    return [{"at": 0, "stats": _stats("2Gi")}, {"at": 30, "stats": _stats("800Mi")},
-            {"at": 120, "stats": _stats("300Mi")}]
+    return [{"at": 0, "stats": _stats(2048)}, {"at": 30, "stats": _stats(800)}, {"at": 120, "stats": _stats(300)}]
 
 
 def watcher_metrics() -> dict[str, Any]:
@@ -229,7 +229,7 @@ def mutate(draw: Any, doc: Any) -> Any:
                                    "stringify", "negate"]))
         if parent is None:
             if op in ("replace", "wrap", "deep"):
-                doc = draw(st.sampled_from(AWKWARD)) if op == "replace" else [doc] if op == "wrap" else \
+                doc = copy.deepcopy(draw(st.sampled_from(AWKWARD))) if op == "replace" else [doc] if op == "wrap" else \
                     {"items": [doc], "kind": "List"}
             continue
         if op == "replace":
@@ -368,7 +368,7 @@ AWKWARD_FLAGS: list[tuple[str, str]] = [
 _BASE_FILES: dict[str, bytes] = {}
 
 
-def _base_files() -> dict[str, bytes]:
+def base_files() -> dict[str, bytes]:
     """The valid inputs, rendered once (each case replaces one of them)."""
     if not _BASE_FILES:
         for name, make in BASES.items():
@@ -383,7 +383,7 @@ def cases(draw: Any) -> Case:
     target = draw(st.sampled_from(sorted(BASES)))
     argv = list(draw(st.sampled_from(USES[target])))
     fmt = draw(st.sampled_from(["yaml", "json"]))
-    files = dict(_base_files())
+    files = dict(base_files())
     doc = BASES[target]()
     key = "config" if target.startswith("config") else "policy" if target.startswith("policy") else target
     how = draw(st.sampled_from(["mutate", "mutate", "mutate", "damage", "valid"]))

@@ -13,7 +13,7 @@ import os
 import pytest
 from hypothesis import HealthCheck, given, seed, settings
 
-from tests.fuzz_support import Case, Tally, cases, run_case
+from tests.fuzz_support import BASES, NOW, USES, Case, Tally, base_files, cases, render, run_case
 
 FAST_EXAMPLES = 150
 SLOW_EXAMPLES = int(os.environ.get("KUBESCHED_FUZZ_EXAMPLES", "10000"))
@@ -49,3 +49,17 @@ def test_fuzz_report() -> None:
         print(f"  {command:13} " + ", ".join(f"exit {c}: {n}" for c, n in sorted(codes.items())))
     assert TALLY.cases >= SLOW_EXAMPLES or TALLY.cases == 0
     assert TALLY.internal_errors == 0
+
+
+@pytest.mark.parametrize("target", sorted(USES))
+def test_fuzz_starts_from_documents_every_command_accepts(target: str) -> None:
+    """The unmutated inputs run cleanly (exit 0) through every command that takes them, so the mutations probe
+    inputs one step away from valid ones."""
+    tally = Tally()
+    key = "config" if target.startswith("config") else "policy" if target.startswith("policy") else target
+    for argv in USES[target]:
+        files = dict(base_files())
+        files[key] = render(BASES[target](), "yaml")
+        extra = [] if argv[0] in ("simulate", "convert") else ["--now", NOW]
+        run_case(Case(argv[0], list(argv) + extra, files, None, key), tally)
+    assert set(code for _, code in tally.exits) == {0}, tally.exits

@@ -107,6 +107,14 @@ def test_output_paths_are_checked_before_any_work(tmp_path: Path, capsys: pytest
     assert "--out" in error_line(capsys, "simulate", write(tmp_path, "bad.yaml", "- a"), "--out", a_file)
     assert "is a folder" in error_line(capsys, "convert", write(tmp_path, "c.yaml", scheduler_config("v1beta3")),
                                         "--out", str(tmp_path))
+    # A conversion that fails writes nothing; one that succeeds writes the whole file.
+    target = tmp_path / "converted" / "v1.yaml"
+    bad = scheduler_config("v1beta1")
+    bad["profiles"][0]["plugins"]["filter"] = {"enabled": [{"name": "ServiceAffinity"}]}
+    assert "ServiceAffinity" in error_line(capsys, "convert", write(tmp_path, "bad-old.yaml", bad), "--out", str(target))
+    assert not target.exists() and not list(tmp_path.glob("converted/.*"))
+    code, out, err = run(capsys, "convert", write(tmp_path, "old.yaml", scheduler_config("v1beta3")), "--out", str(target))
+    assert code == 0 and out == "" and yaml.safe_load(target.read_text())["apiVersion"].endswith("/v1")
 
 
 def test_out_is_replaced_whole_and_never_half_written(tmp_path: Path, capsys: pytest.CaptureFixture[str],

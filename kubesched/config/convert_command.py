@@ -21,6 +21,8 @@ from kubesched.config.convert import (
     is_old_descheduler_policy,
     is_old_scheduler_config,
 )
+from kubesched.config.descheduler_policy import parse_descheduler_policy
+from kubesched.config.scheduler_config import parse_scheduler_config
 from kubesched.diagnostics import warn
 from kubesched.errors import InputError
 
@@ -46,9 +48,6 @@ def convert_document(raw: dict[str, Any], file: str) -> tuple[dict[str, Any], li
 
 def _check(doc: dict[str, Any], file: str) -> None:
     """Parse the result the way the commands will, so the user hears now what they would refuse."""
-    from kubesched.config.descheduler_policy import parse_descheduler_policy
-    from kubesched.config.scheduler_config import parse_scheduler_config
-
     try:
         if doc.get("kind") == "KubeSchedulerConfiguration":
             parse_scheduler_config(doc, file)
