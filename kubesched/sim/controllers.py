@@ -81,6 +81,15 @@ def _owner_ref(kind: str, name: str, uid: str) -> dict[str, Any]:
             "blockOwnerDeletion": True}
 
 
+def _map_at(parent: dict[str, Any], key: str) -> dict[str, Any]:
+    """parent[key] as a map, made one when it is missing or null (`labels: null` is an empty map to the API)."""
+    v = parent.get(key)
+    if not isinstance(v, dict):
+        v = {}
+        parent[key] = v
+    return v
+
+
 def owned_pod(template: dict[str, Any], name: str, namespace: str, owner_kind: str, owner_name: str,
               owner_uid: str) -> dict[str, Any]:
     """A ReplicaSet's (or Job's) pod from its template: a shallow copy with name, namespace and owner set."""
@@ -99,9 +108,9 @@ def deployment_replicaset(obj: dict[str, Any], name: str, namespace: str, uid: s
     spec = obj["spec"]
     template = copy.deepcopy(spec["template"])
     h = template_hash(template)
-    template.setdefault("metadata", {}).setdefault("labels", {})["pod-template-hash"] = h
+    _map_at(_map_at(template, "metadata"), "labels")["pod-template-hash"] = h
     selector = copy.deepcopy(spec["selector"])
-    selector.setdefault("matchLabels", {})["pod-template-hash"] = h
+    _map_at(selector, "matchLabels")["pod-template-hash"] = h
     return {"apiVersion": "apps/v1", "kind": "ReplicaSet",
             "metadata": {"name": f"{name}-{h}", "namespace": namespace,
                          "labels": dict(template["metadata"]["labels"]),
@@ -117,17 +126,17 @@ def statefulset_pod(template: dict[str, Any], set_name: str, namespace: str, uid
                     revision: str) -> dict[str, Any]:
     """newVersionedStatefulSetPod: <set>-<ordinal>, with the identity labels and hostname."""
     raw = copy.deepcopy(template)
-    meta = raw.setdefault("metadata", {})
+    meta = _map_at(raw, "metadata")
     name = f"{set_name}-{ordinal}"
     meta["name"] = name
     meta["namespace"] = namespace
-    labels = meta.setdefault("labels", {})
+    labels = _map_at(meta, "labels")
     labels["statefulset.kubernetes.io/pod-name"] = name
     labels["apps.kubernetes.io/pod-index"] = str(ordinal)
     labels["controller-revision-hash"] = revision
     meta["ownerReferences"] = [_owner_ref("StatefulSet", set_name, uid)]
     raw["kind"] = "Pod"
-    raw.setdefault("spec", {})["hostname"] = name
+    _map_at(raw, "spec")["hostname"] = name
     return raw
 
 
@@ -145,7 +154,7 @@ class DaemonTemplate:
     def of(cls, obj: dict[str, Any]) -> DaemonTemplate:
         spec = obj.get("spec") or {}
         template = copy.deepcopy(spec.get("template") or {})
-        pspec = template.setdefault("spec", {})
+        pspec = _map_at(template, "spec")
         tols = list(pspec.get("tolerations") or [])
         wanted = list(DAEMON_TOLERATIONS)
         if pspec.get("hostNetwork"):
@@ -175,14 +184,14 @@ class DaemonTemplate:
     def pod(self, name: str, set_name: str, namespace: str, uid: str, node: str) -> dict[str, Any]:
         """A daemon pod bound to `node` by a node-name affinity (ReplaceDaemonSetPodNodeNameNodeAffinity)."""
         raw = copy.deepcopy(self.template)
-        meta = raw.setdefault("metadata", {})
+        meta = _map_at(raw, "metadata")
         meta["name"] = name
         meta["namespace"] = namespace
-        meta.setdefault("labels", {})["controller-revision-hash"] = self.revision
+        _map_at(meta, "labels")["controller-revision-hash"] = self.revision
         meta["ownerReferences"] = [_owner_ref("DaemonSet", set_name, uid)]
         raw["kind"] = "Pod"
-        pspec = raw.setdefault("spec", {})
-        aff = pspec.setdefault("affinity", {}).setdefault("nodeAffinity", {})
+        pspec = _map_at(raw, "spec")
+        aff = _map_at(_map_at(pspec, "affinity"), "nodeAffinity")
         aff["requiredDuringSchedulingIgnoredDuringExecution"] = {"nodeSelectorTerms": [
             {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}
         return raw
@@ -595,7 +604,7 @@ class BarePodController(Controller):
 
     def start(self) -> None:
         raw = copy.deepcopy(self.obj)
-        raw.setdefault("metadata", {})["namespace"] = self.namespace
+        _map_at(raw, "metadata")["namespace"] = self.namespace
         self.engine.create_pod(raw, self, self.workload, 0, None)
 
 
@@ -632,7 +641,7 @@ class ImplicitController(Controller):
         meta["namespace"] = self.namespace
         raw["kind"] = "Pod"
         if self.daemon and replaces.node:
-            aff = raw["spec"].setdefault("affinity", {}).setdefault("nodeAffinity", {})
+            aff = _map_at(_map_at(raw["spec"], "affinity"), "nodeAffinity")
             aff["requiredDuringSchedulingIgnoredDuringExecution"] = {"nodeSelectorTerms": [
                 {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [replaces.node]}]}]}
         self.engine.create_pod(raw, self, replaces.identity, replaces.ordinal, replaces.key)
