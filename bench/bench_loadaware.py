@@ -19,7 +19,7 @@ import numpy as np
 from kubesched.api.objects import parse_node, parse_pod
 from kubesched.cluster.state import ClusterState
 from kubesched.metrics.base import Metric, Metrics, NodeUsage, Window
-from kubesched.scheduler.framework import CycleState, Handle
+from kubesched.scheduler.framework import CycleState, Handle, SchedulerServices
 from kubesched.scheduler.plugins.load_aware_scheduling import LoadAwareScheduling
 from kubesched.scheduler.plugins.trimaran.load_variation_risk_balancing import LoadVariationRiskBalancing
 from kubesched.scheduler.plugins.trimaran.low_risk_over_commitment import LowRiskOverCommitment
@@ -49,7 +49,7 @@ def main() -> None:
     ap.add_argument("--nodes", type=int, default=5000)
     opts = ap.parse_args()
     cluster, metrics = build(opts.nodes)
-    handle = Handle(cluster, now=lambda: NOW.timestamp() + 10, extra={"metrics": metrics, "now": NOW})
+    handle = Handle(cluster, now=lambda: NOW.timestamp() + 10, services=SchedulerServices(start=NOW, metrics=metrics))
     pod = parse_pod({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
                      "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"},
                                                                           "limits": {"cpu": "1"}}}]}})

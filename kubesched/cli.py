@@ -17,7 +17,7 @@ from typing import Any
 import click
 
 from kubesched.diagnostics import collecting, current
-from kubesched.errors import InputError
+from kubesched.errors import InputError, RemoteError
 
 OUTPUT = click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True,
                       help="table for people, json for machines")
@@ -60,6 +60,9 @@ def _run(fn: Callable[[], None]) -> None:
         except InputError as e:
             click.echo(f"error: {e.render()}", err=True)
             sys.exit(2)
+        except RemoteError as e:
+            click.echo(f"error: {e}", err=True)
+            sys.exit(1)
         except KeyboardInterrupt:
             click.echo("interrupted: nothing was written", err=True)
             sys.exit(130)
@@ -113,37 +116,9 @@ def load_cluster(path: str, now: datetime, seed: int) -> Any:
 
 def _scheduler_inputs(snapshot: str, config: str | None, metrics: str | None, now: datetime, seed: int,
                       plugins: tuple[str, ...]) -> Any:
-    from kubesched.cluster.state import ClusterState
-    from kubesched.config.scheduler_config import load_scheduler_config
-    from kubesched.scheduler.registry import Registry
-    from kubesched.scheduler.scheduler import Scheduler
+    from kubesched.scheduler.oneshot import build_scheduler
 
-    snap = load_cluster(snapshot, now, seed)
-    cfg = load_scheduler_config(config)
-    registry = Registry()
-    for spec in plugins:
-        registry.register_spec(spec)
-    cluster = ClusterState.from_snapshot(snap)
-    extra: dict[str, Any] = {"now": now, "snapshot": snap}
-    if metrics is not None:
-        from kubesched.metrics.loader import load_metrics
-
-        extra["metrics"] = load_metrics(metrics, now)
-    clock_origin = now.timestamp()
-    clock = _VirtualClock(clock_origin)
-    sched = Scheduler(cluster, cfg, registry, seed=seed, clock=clock, extra=extra)
-    return sched, clock
-
-
-class _VirtualClock:
-    def __init__(self, t: float) -> None:
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
-
-    def advance(self, t: float) -> None:
-        self.t = max(self.t, t)
+    return build_scheduler(load_cluster(snapshot, now, seed), config, metrics, now, seed, plugins)
 
 
 def _find_pod(sched: Any, key: str) -> Any:
@@ -202,7 +177,7 @@ def schedule_cmd(snapshot: str, config: str | None, metrics: str | None, plugins
         from kubesched.scheduler.oneshot import schedule_all
 
         sched, clock = _scheduler_inputs(snapshot, config, metrics, parse_now(now), seed, plugins)
-        emit(output, schedule_all(sched, clock.advance), schedule_table)
+        emit(output, schedule_all(sched, clock), schedule_table)
 
     _run(run)
 
@@ -251,11 +226,14 @@ def capacity_cmd(snapshot: str, template: str, config: str | None, max_limit: in
               help="skip the cycle when fewer nodes are ready (upstream: 2)")
 @click.option("--scheduler-config", type=click.Path(), default=None,
               help="KubeSchedulerConfiguration for node fit by the scheduler's own filters")
+@click.option("--enforce-pdbs", is_flag=True, default=False,
+              help="answer evictions as the API server does: 429 when a PodDisruptionBudget allows no disruption "
+                   "(default off, as upstream's tests and dry-run mode see the cluster)")
 @NOW
 @SEED
 @OUTPUT
 def deschedule_cmd(snapshot: str, policy: str, metrics: str | None, min_ready_nodes: int,
-                   scheduler_config: str | None, now: str | None, seed: int, output: str) -> None:
+                   scheduler_config: str | None, enforce_pdbs: bool, now: str | None, seed: int, output: str) -> None:
     """One descheduling cycle: the evictions it would make (computed, not made)."""
 
     def run() -> None:
@@ -264,7 +242,7 @@ def deschedule_cmd(snapshot: str, policy: str, metrics: str | None, min_ready_no
         when = parse_now(now)
         emit(output, deschedule_command(snapshot=load_cluster(snapshot, when, seed), policy=policy, metrics=metrics,
                                         min_ready_nodes=min_ready_nodes, scheduler_config=scheduler_config,
-                                        now=when, seed=seed), deschedule_table)
+                                        now=when, seed=seed, enforce_pdbs=enforce_pdbs), deschedule_table)
 
     _run(run)
 
@@ -366,6 +344,62 @@ def simulate_cmd(scenario: str, variants: tuple[str, ...], out: str | None, as_j
     _run(run)
 
 
+# ---------------------------------------------------------------- capture (a live cluster → a scenario)
+
+
+@main_group.command("capture")
+@click.option("--kubeconfig", type=click.Path(), default=None,
+              help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the pod's service account)")
+@click.option("--context", default=None, help="the kubeconfig context to use (default: its current-context)")
+@click.option("--out", required=True, type=click.Path(), help="folder for snapshot, traces and scenario.yaml")
+@click.option("--format", "fmt", type=click.Choice(["yaml", "json"]), default="yaml", show_default=True,
+              help="snapshot.yaml or snapshot.json")
+@click.option("--prometheus", default=None, metavar="URL", help="Prometheus to read each pod's usage history from")
+@click.option("--prometheus-token-file", type=click.Path(), default=None, help="bearer token for Prometheus")
+@click.option("--since", default="24h", show_default=True, metavar="DURATION", help="how much history to read")
+@click.option("--step", default="1m", show_default=True, metavar="DURATION", help="resolution of the history")
+@click.option("--cpu-query", "cpu", default=None, metavar="PROMQL", help="pod CPU in cores by namespace, pod, node")
+@click.option("--memory-query", "memory", default=None, metavar="PROMQL", help="pod memory in bytes by namespace, pod, node")
+@click.option("--node-cpu-query", "node_cpu", default=None, metavar="PROMQL", help="node CPU in cores by node")
+@click.option("--node-memory-query", "node_memory", default=None, metavar="PROMQL", help="node memory in bytes by node")
+@click.option("--max-points", type=int, default=11000, show_default=True,
+              help="points per series in one range query (Prometheus refuses more than 11,000)")
+@click.option("--tables", type=click.Choice(["auto", "parquet", "csv"]), default="auto", show_default=True,
+              help="trace files: Parquet when pyarrow is installed (auto), or CSV")
+@click.option("--page-size", type=int, default=500, show_default=True, help="objects per LIST page")
+@click.option("--request-timeout", default="30s", show_default=True, metavar="DURATION", help="timeout of one request")
+@click.option("--max-retries", type=int, default=4, show_default=True, help="retries of a failed read (429, 5xx, connection)")
+@click.option("--duration", default="1h", show_default=True, metavar="DURATION",
+              help="the scenario's duration when there is no usage history")
+@click.option("--now", "now", default=None, metavar="RFC3339", help="the end of the history window (default: now)")
+@click.option("--progress/--no-progress", default=None, help="progress bars on stderr (default: when a terminal)")
+@click.option("--json", "as_json", is_flag=True, help="print the summary as one JSON document (same as -o json)")
+@OUTPUT
+def capture_cmd(kubeconfig: str | None, context: str | None, out: str, fmt: str, prometheus: str | None,
+                prometheus_token_file: str | None, since: str, step: str, cpu: str | None, memory: str | None,
+                node_cpu: str | None, node_memory: str | None, max_points: int, tables: str, page_size: int,
+                request_timeout: str,
+                max_retries: int, duration: str, now: str | None, progress: bool | None, as_json: bool,
+                output: str) -> None:
+    """Read a live cluster (and its usage history from Prometheus) into a scenario `simulate` runs as is."""
+
+    def run() -> None:
+        try:
+            from kubesched.live.command import capture_command
+        except ImportError as e:  # the official client is an optional dependency
+            raise InputError(f"capture needs the kubernetes client ({e.name} is missing): "
+                             f"pip install 'kubesched[live]'") from None
+        capture_command(kubeconfig=kubeconfig, context=context, out=out, fmt=fmt, prometheus=prometheus,
+                        prometheus_token_file=prometheus_token_file, since=since, step=step,
+                        queries={"cpu": cpu, "memory": memory, "node_cpu": node_cpu, "node_memory": node_memory},
+                        max_points=max_points, page_size=page_size, request_timeout=request_timeout,
+                        max_retries=max_retries,
+                        duration=duration, now=now, tables=tables, progress=progress,
+                        as_json=as_json or output == "json")
+
+    _run(run)
+
+
 def _terminate(signum: int, frame: Any) -> None:
     # SIGTERM unwinds like Ctrl-C, so temporary outputs are removed.
     raise KeyboardInterrupt
@@ -387,6 +421,9 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as e:
         click.echo(f"error: {e.render()}", err=True)
         return 2
+    except RemoteError as e:
+        click.echo(f"error: {e}", err=True)
+        return 1
     except SystemExit as e:
         return int(e.code or 0) if isinstance(e.code, int) else 1
     return 0

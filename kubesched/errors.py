@@ -32,3 +32,8 @@ class InputError(Exception):
         if field_prefix:
             field = f"{field_prefix}.{field}" if field else field_prefix
         return InputError(self.message, file=self.file or file, obj=self.obj or obj, field=field)
+
+
+class RemoteError(Exception):
+    """A server the command talks to (an API server, Prometheus) could not be reached or failed while the
+    command ran: the CLI prints the one-line message and exits with code 1."""

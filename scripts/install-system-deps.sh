@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # System packages some tests need, from Debian's own archive:
 #   prometheus (with promtool) — the Prometheus metrics source is tested against a real server;
-#   chromium — the simulator's HTML report test renders the report in a headless browser.
+#   chromium — the simulator's HTML report test renders the report in a headless browser;
+#   kubernetes-client (kubectl) — the API server test double is checked with a real kubectl.
 # Installs only what is missing, and only as root with apt-get available; otherwise it says what it
 # skipped and exits 0, so the tests that need a missing package skip with a clear message.
 set -euo pipefail
@@ -9,9 +10,10 @@ set -euo pipefail
 missing=()
 command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
 command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || missing+=(chromium)
+command -v kubectl >/dev/null 2>&1 || missing+=(kubernetes-client)
 
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "install-system-deps: prometheus, promtool and chromium are present"
+  echo "install-system-deps: prometheus, promtool, chromium and kubectl are present"
   exit 0
 fi
 if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -17,13 +17,16 @@ from hypothesis import strategies as st
 from kubesched.api.objects import parse_node, parse_pod
 from kubesched.api.snapshot import Snapshot, parse_objects
 from kubesched.cli import main as cli_main
+from kubesched.client.inprocess import InProcessAPIServer
 from kubesched.cluster.state import ClusterState
 from kubesched.config.descheduler_policy import DeschedulerPolicy, parse_descheduler_policy
 from kubesched.descheduler import nodeutil, podutil
 from kubesched.descheduler.descheduler import Descheduler
+from kubesched.descheduler.evictor import PodEvictor
 from kubesched.descheduler.framework import (
     BalancePlugin,
     DeschedulePlugin,
+    DeschedulerServices,
     EvictionLimitError,
     EvictOptions,
     Status,
@@ -142,7 +145,7 @@ def run(items: list[dict], pol: dict, *, min_ready: int = 0, dry_run: bool = Tru
     parsed = parse_descheduler_policy(pol, "<test>", reg)
     mc = metrics if metrics is not None else MetricsCollector.from_cluster(cluster)
     d = Descheduler(cluster, parsed, now=NOW, registry=reg, min_ready_nodes=min_ready, dry_run=dry_run,
-                    scheduler_config=sched_cfg, metrics=mc)
+                    services=DeschedulerServices(scheduler_config=sched_cfg), metrics=mc)
     return cluster, d.run_cycle()
 
 
@@ -303,15 +306,21 @@ def test_records_name_pod_node_profile_plugin_and_reason() -> None:
         {"pod": "default/p1", "node": "n1", "profile": "prof", "plugin": "EvictAll", "reason": "test"}]
 
 
-def test_dry_run_changes_nothing_and_a_real_run_evicts_after_the_cycle() -> None:
-    items = [node("n1"), node("n2"), pod("p1", "n1"), pod("p2", "n2")]
+def test_dry_run_changes_nothing_and_a_real_run_evicts_through_the_api() -> None:
+    items = [node("n1"), node("n2"), pod("p1", "n1"), pod("p2", "n2"), pod("p3", "n2", phase="Pending")]
     pol = policy([profile(deschedule=["EvictAll"])])
     cluster, res = run(items, pol, dry_run=True)
-    assert len(res.evictions) == 2
-    assert set(cluster.pods) == {"default/p1", "default/p2"}
+    assert len(res.evictions) == 3
+    assert set(cluster.pods) == {"default/p1", "default/p2", "default/p3"}
+    assert not any(p.is_terminating for p in cluster.pods.values())
     assert cluster.node_info_by_name["n1"].requested["cpu"] == 400
+    # A real eviction is a graceful deletion: bound pods terminate (30 s from now, their resources still held
+    # on the node meanwhile; the Pending one needs no PDB check but its kubelet must still confirm).
     cluster, res = run(items, pol, dry_run=False)
-    assert len(res.evictions) == 2 and cluster.pods == {}
+    assert len(res.evictions) == 3 and set(cluster.pods) == {"default/p1", "default/p2", "default/p3"}
+    for p in cluster.pods.values():
+        assert p.meta.deletion_timestamp == NOW + timedelta(seconds=30)
+    assert cluster.node_info_by_name["n1"].requested["cpu"] == 400
 
 
 # ---------------------------------------------------------------- DefaultEvictor
@@ -669,17 +678,23 @@ def test_high_node_utilization_only_thresholding_resources() -> None:
     assert {e.pod.name for e in only.evictions} == {"gpu"}
 
 
-def test_pdb_enforcement_is_opt_in() -> None:
-    from kubesched.descheduler.evictor import PodEvictor
-
+def test_the_api_server_decides_whether_a_pdb_refuses_an_eviction() -> None:
     pdb = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "b", "namespace": "default"},
            "spec": {"selector": {"matchLabels": {"app": "web"}}}, "status": {"disruptionsAllowed": 1}}
-    cluster = cluster_of([node("n1"), pdb] + [pod(f"w{i}", "n1", labels={"app": "web"}) for i in range(3)])
+    items = [node("n1"), pdb] + [pod(f"w{i}", "n1", labels={"app": "web"}) for i in range(3)]
+    # Upstream's plugin tests and dry-run mode: a server that refuses nothing (kubesched deschedule's default).
+    cluster = cluster_of(items)
     pods = sorted(cluster.pods.values(), key=lambda p: p.name)
-    loose = PodEvictor(cluster)
+    loose = PodEvictor(InProcessAPIServer(cluster, enforce_pdbs=False), dry_run=False)
     assert all(loose.evict_pod(p, EvictOptions(plugin="x")) for p in pods)
-    strict = PodEvictor(cluster, enforce_pdbs=True)
+    # A real API server: the budget allows one; the others are refused with 429 (a failed eviction).
+    cluster = cluster_of(items)
+    pods = sorted(cluster.pods.values(), key=lambda p: p.name)
+    strict = PodEvictor(InProcessAPIServer(cluster, enforce_pdbs=True), dry_run=False)
     assert [strict.evict_pod(p, EvictOptions(plugin="x")) for p in pods] == [True, False, False]
+    assert cluster.pdbs["default/b"].disruptions_allowed == 0 and "w0" in cluster.pdbs["default/b"].disrupted_pods
+    assert strict.failures[-1][1] == "Cannot evict pod as it would violate the pod's disruption budget."
+    assert strict.total_evicted() == 1  # refusals do not count against the limits
 
 
 def test_prometheus_source_from_a_recorded_query_response(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -15,6 +15,7 @@ from kubesched.cluster.state import ClusterState
 from kubesched.config.descheduler_policy import parse_descheduler_policy
 from kubesched.config.scheduler_config import parse_scheduler_config
 from kubesched.descheduler.descheduler import Descheduler
+from kubesched.descheduler.framework import DeschedulerServices
 from kubesched.descheduler.koordinator_config import convert, label_selector_string
 from kubesched.descheduler.loadaware_coherence import check
 from kubesched.descheduler.plugins.low_node_load import Detector, normalize_args
@@ -65,7 +66,7 @@ def descheduler(config: dict[str, Any], objects: list[dict[str, Any]]) -> Desche
     cluster = ClusterState.from_snapshot(snap)
     policy = parse_descheduler_policy(config)
     return Descheduler(cluster, policy, now=T + timedelta(seconds=30), min_ready_nodes=0,
-                       extra={"snapshot": snap, "now": T})
+                       services=DeschedulerServices(snapshot=snap))
 
 
 def test_v1alpha2_args_become_the_default_pool_with_defaults() -> None:

@@ -12,7 +12,7 @@ from kubesched.api.objects import parse_node, parse_pod
 from kubesched.cluster.state import ClusterState
 from kubesched.errors import InputError
 from kubesched.metrics.kubernetes_metrics import metrics_from_objects
-from kubesched.scheduler.framework import CycleState, Handle
+from kubesched.scheduler.framework import CycleState, Handle, SchedulerServices
 from kubesched.scheduler.plugins.load_aware_scheduling import LoadAwareScheduling
 
 T = datetime(2024, 1, 1, tzinfo=UTC)
@@ -61,7 +61,7 @@ def setup(args: dict[str, Any], nodes: list[Any], objects: list[dict[str, Any]],
         cluster.add(n)
     for p in pods:
         cluster.add(p)
-    handle = Handle(cluster, now=lambda: now, extra={"metrics": metrics_from_objects(objects), "now": T})
+    handle = Handle(cluster, now=lambda: now, services=SchedulerServices(start=T, metrics=metrics_from_objects(objects)))
     return LoadAwareScheduling(args, handle), cluster
 
 

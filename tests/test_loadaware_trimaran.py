@@ -14,7 +14,7 @@ from kubesched.api.objects import parse_node, parse_pod
 from kubesched.cluster.state import ClusterState
 from kubesched.errors import InputError
 from kubesched.metrics.base import Metric, Metrics, NodeUsage, Window
-from kubesched.scheduler.framework import CycleState, Handle
+from kubesched.scheduler.framework import CycleState, Handle, SchedulerServices
 from kubesched.scheduler.plugins.trimaran.beta import compute_probability, match_moments, reg_inc_beta
 from kubesched.scheduler.plugins.trimaran.handler import is_missing
 from kubesched.scheduler.plugins.trimaran.load_variation_risk_balancing import LoadVariationRiskBalancing
@@ -61,7 +61,7 @@ def setup(plugin: type, args: dict[str, Any], nodes: list[Any], metrics: Metrics
         cluster.add(n)
     for p in pods:
         cluster.add(p)
-    handle = Handle(cluster, now=clock or Clock(), extra={"metrics": metrics} if metrics is not None else {})
+    handle = Handle(cluster, now=clock or Clock(), services=SchedulerServices(metrics=metrics))
     return plugin(args, handle), cluster
 
 

@@ -74,7 +74,7 @@ def make(objs: list[dict[str, Any]], args: dict[str, Any] | None = None) -> tupl
 
 def run(objs: list[dict[str, Any]], args: dict[str, Any] | None = None) -> tuple[Scheduler, dict[str, dict[str, Any]]]:
     sched, clock = make(objs, args)
-    out = schedule_all(sched, clock.advance)
+    out = schedule_all(sched, clock)
     return sched, {p["pod"]: p for p in out["placements"]}
 
 
@@ -149,7 +149,7 @@ def test_nominated_node_is_honoured_in_the_next_cycle() -> None:
             # Lower priority than the preemptor: must not take the room made for it.
             pod("filler", 2, cpu="2")]
     sched, clock = make(objs)
-    out = schedule_all(sched, clock.advance)
+    out = schedule_all(sched, clock)
     res = {p["pod"]: p for p in out["placements"]}
     assert res["default/high"] == {"pod": "default/high", "node": "n1", "nominatedNode": "n1",
                                    "preempted": ["default/low"]}
@@ -263,7 +263,7 @@ def test_dry_run_stops_after_enough_candidates() -> None:
         clock = Clock()
         sched = Scheduler(cluster, config({"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 1}),
                           seed=seed, clock=clock)
-        res = {p["pod"]: p for p in schedule_all(sched, clock.advance)["placements"]}
+        res = {p["pod"]: p for p in schedule_all(sched, clock)["placements"]}
         assert len(res["default/high"]["preempted"]) == 1
         chosen.add(res["default/high"]["node"])
     assert len(chosen) > 1

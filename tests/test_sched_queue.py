@@ -150,7 +150,7 @@ def test_unschedulable_pods_are_flushed_after_five_minutes() -> None:
 def test_scheduling_gates_hold_a_pod_until_removed() -> None:
     gated = pod("g", schedulingGates=[{"name": "example.com/wait"}])
     sched, clock = make([node("n1"), copy.deepcopy(gated)])
-    out = schedule_all(sched, clock.advance)
+    out = schedule_all(sched, clock)
     assert out["placements"] == [{"pod": "default/g", "node": None, "nominatedNode": None, "preempted": [],
                                   "reason": "waiting for scheduling gates: example.com/wait"}]
     assert sched.queue.where["default/g"] == "gated"
@@ -169,7 +169,7 @@ def test_scheduling_gates_hold_a_pod_until_removed() -> None:
 def test_schedule_all_places_in_priority_order() -> None:
     # One slot: the higher-priority pod wins it although it comes later in the snapshot.
     sched, clock = make([node("n1", cpu="1"), pod("first", 1, cpu="1"), pod("second", 100, cpu="1")])
-    res = {p["pod"]: p for p in schedule_all(sched, clock.advance)["placements"]}
+    res = {p["pod"]: p for p in schedule_all(sched, clock)["placements"]}
     assert res["default/second"]["node"] == "n1"
     assert res["default/first"]["node"] is None
     assert res["default/first"]["reason"] == "0/1 nodes are available: 1 Insufficient cpu."

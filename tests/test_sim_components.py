@@ -12,6 +12,7 @@ import yaml
 
 from kubesched.api.defaulting import admit_pod, default_workload
 from kubesched.api.objects import parse_priority_class
+from kubesched.cluster.events import Cause
 from kubesched.errors import InputError
 from kubesched.sim.engine import Engine
 from kubesched.sim.loops import Binding, Eviction, find_loops
@@ -124,7 +125,7 @@ def test_replicaset_replaces_evicted_pods_with_the_same_usage_identity(tmp_path:
     assert rs is not None and rs.kind == "ReplicaSet" and rs.name.startswith("web-")
     victim = pods[0]
     identity = victim.identity
-    e.evict(victim, "test", "Testing", grace=30)
+    e.server.evict(victim.pod, grace_period_seconds=30, cause=Cause.USER)
     assert victim.terminating and victim.pod.meta.deletion_timestamp is not None
     new = [p for p in e.pods.values() if p.replaces == victim.key]
     assert len(new) == 1 and new[0].identity == identity and new[0].usage_row == victim.usage_row
@@ -295,7 +296,7 @@ def test_pod_trace_and_node_table(tmp_path: Path) -> None:
     # p4 follows its usage trace: 250m until 10 minutes, then 750m.
     p4 = e.pods["default/p4"]
     row = p4.usage_row
-    assert e.usage.values("cpu")[row] == pytest.approx(750)
+    assert e.usage.table.values("cpu")[row] == pytest.approx(750)
 
 
 # ---------------------------------------------------------------- loops

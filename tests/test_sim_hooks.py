@@ -1,5 +1,5 @@
 """The public hooks the simulator drives other components through: a MetricsFeed as the scheduler Handle's
-`extra["metrics"]` (LoadAwareScheduling, Trimaran), a live `extra["load_watcher"]` source for Trimaran,
+`services.metrics` (LoadAwareScheduling, Trimaran), a live `services.load_watcher` source for Trimaran,
 `Descheduler.run_cycle(now, metrics=..., usage=...)` and `MetricsCollector.from_usage`."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from kubesched.descheduler.metricscollector import MetricsCollector
 from kubesched.descheduler.registry import Registry
 from kubesched.metrics.base import Metric, Metrics, MetricsFeed, MetricsSource, NodeUsage, Window
 from kubesched.metrics.kubernetes_metrics import metrics_from_objects
-from kubesched.scheduler.framework import CycleState, Handle
+from kubesched.scheduler.framework import CycleState, Handle, SchedulerServices
 from kubesched.scheduler.plugins.load_aware_scheduling import LoadAwareScheduling
 from kubesched.scheduler.plugins.trimaran.target_load_packing import TargetLoadPacking
 
@@ -75,7 +75,8 @@ def filter_and_score(pl: Any, cluster: ClusterState, p: Any) -> tuple[list[bool]
 def test_load_aware_scheduling_reads_each_new_reading_of_a_feed() -> None:
     cluster = cluster_with("a", "b")
     feed = MetricsFeed()
-    pl = LoadAwareScheduling({}, Handle(cluster, now=lambda: T.timestamp() + 30, extra={"metrics": feed, "now": T}))
+    handle = Handle(cluster, now=lambda: T.timestamp() + 30, services=SchedulerServices(start=T, metrics=feed))
+    pl = LoadAwareScheduling({}, handle)
     # No reading yet: no node has metrics, so every node passes and scores the minimum.
     assert filter_and_score(pl, cluster, pending()) == ([True, True], [0, 0])
     feed.set_metrics(node_metrics({"a": "3800m", "b": "400m"}))  # a is over the default 65% threshold
@@ -90,11 +91,11 @@ def test_load_aware_scheduling_reads_each_new_reading_of_a_feed() -> None:
 def test_load_aware_scheduling_keeps_a_fixed_reading() -> None:
     cluster = cluster_with("a", "b")
     handle = Handle(cluster, now=lambda: T.timestamp() + 30,
-                    extra={"metrics": node_metrics({"a": "3800m", "b": "400m"}), "now": T})
+                    services=SchedulerServices(start=T, metrics=node_metrics({"a": "3800m", "b": "400m"})))
     pl = LoadAwareScheduling({}, handle)
     assert filter_and_score(pl, cluster, pending())[0] == [False, True]
     # `--metrics` is one reading, read once: replacing the dict entry later changes nothing.
-    handle.extra["metrics"] = node_metrics({"a": "400m", "b": "3800m"})
+    handle.services.metrics = node_metrics({"a": "400m", "b": "3800m"})
     assert filter_and_score(pl, cluster, pending())[0] == [False, True]
 
 
@@ -129,8 +130,9 @@ def test_trimaran_polls_a_given_load_watcher_every_30_seconds_of_the_scheduler_c
     cluster = cluster_with("a", "b")
     clock = Clock(T.timestamp())
     live = CountingWatcher({"a": 10.0, "b": 45.0})
-    # The live source wins over a fixed reading in extra["metrics"] (the simulator gives both).
-    handle = Handle(cluster, now=clock, extra={"load_watcher": live, "metrics": watcher({"a": 90, "b": 90}, 0.0)})
+    # The live source wins over a fixed reading in services.metrics (the simulator gives both).
+    handle = Handle(cluster, now=clock, services=SchedulerServices(load_watcher=live,
+                                                                   metrics=watcher({"a": 90, "b": 90}, 0.0)))
     pl = TargetLoadPacking({"targetUtilization": 50}, handle)
     first = filter_and_score(pl, cluster, pending())[1]
     assert live.reads == 1 and first[0] < first[1]  # b is nearer the 50% target
@@ -145,7 +147,7 @@ def test_trimaran_asks_a_feed_for_its_latest_reading() -> None:
     cluster = cluster_with("a", "b")
     feed = MetricsFeed(watcher({"a": 10.0, "b": 45.0}, T.timestamp()))
     pl = TargetLoadPacking({"targetUtilization": 50}, Handle(cluster, now=Clock(T.timestamp()),
-                                                             extra={"metrics": feed}))
+                                                             services=SchedulerServices(metrics=feed)))
     first = filter_and_score(pl, cluster, pending())[1]
     feed.set_metrics(watcher({"a": 45.0, "b": 10.0}, T.timestamp()))
     assert filter_and_score(pl, cluster, pending())[1] == first[::-1]
@@ -164,8 +166,7 @@ class Seen(BalancePlugin):
 
     def balance(self, nodes: list[Any]) -> Status:
         h = self.handle
-        Seen.log.append((h.now, h.metrics, h.extra.get("metrics_collector"), h.extra.get("metrics"),
-                         h.extra.get("now")))
+        Seen.log.append((h.now, h.metrics, h.services.metrics_collector, h.services.usage))
         return Status()
 
 
@@ -180,7 +181,7 @@ def _descheduler(now: datetime, mc: MetricsCollector) -> Descheduler:
                                     "metricsProviders": [{"source": "KubernetesMetrics"}],
                                     "profiles": [{"name": "p", "pluginConfig": [],
                                                   "plugins": {"balance": {"enabled": ["Seen"]}}}]}, "<test>", reg)
-    return Descheduler(cluster, pol, now=now, metrics=mc, registry=reg, extra={"now": now})
+    return Descheduler(cluster, pol, now=now, metrics=mc, registry=reg)
 
 
 def test_one_descheduler_is_moved_on_by_run_cycle() -> None:
@@ -192,8 +193,8 @@ def test_one_descheduler_is_moved_on_by_run_cycle() -> None:
     reading = node_metrics({"a": "1"})
     d.run_cycle(later, metrics=second, usage=reading)
     d.run_cycle()  # nothing given: the last inputs stay
-    assert Seen.log[0] == (T, first, first, None, T)
-    assert Seen.log[1] == (later, second, second, reading, later) == Seen.log[2]
+    assert Seen.log[0] == (T, first, first, None)
+    assert Seen.log[1] == (later, second, second, reading) == Seen.log[2]
     assert d.now == later and d.metrics_collector is second
 
 

@@ -48,13 +48,8 @@ READ_KINDS: set[str] = {
 WORKLOAD_KINDS = ("Service", "ReplicaSet", "ReplicationController", "StatefulSet")
 
 
-def iter_objects(docs: list[Any], file: str, container: str = "", item_api: str = "") -> Iterator[dict[str, Any]]:
-    """Flatten Lists (and JSON arrays) into objects.
-
-    The items of a typed list (`NodeMetricsList`, `PodList`...) as the API server returns it
-    (`kubectl get --raw`) carry no kind; they get the list's item kind and apiVersion.
-    """
-    item_kind = container[: -len("List")] if container.endswith("List") else ""
+def iter_objects(docs: list[Any], file: str, container: str = "") -> Iterator[dict[str, Any]]:
+    """Flatten Lists (and JSON arrays) into objects."""
     for i, doc in enumerate(docs):
         where = f"{container} item {i + 1}" if container else f"document {i + 1}"
         if isinstance(doc, list):
@@ -64,17 +59,17 @@ def iter_objects(docs: list[Any], file: str, container: str = "", item_api: str 
             raise InputError(f"{where}: expected an object with apiVersion and kind, got {type(doc).__name__}",
                              file=file)
         kind = doc.get("kind")
-        if item_kind and kind is None:
-            doc = {**doc, "kind": item_kind}
-            if item_api and "apiVersion" not in doc:
-                doc["apiVersion"] = item_api
-            kind = item_kind
         if isinstance(kind, str) and kind.endswith("List") and "items" in doc:
             items = doc.get("items") or []
             if not isinstance(items, list):
                 raise InputError("expected a list", file=file, obj=kind, field="items")
-            api = doc.get("apiVersion")
-            yield from iter_objects(items, file, kind, api if isinstance(api, str) else "")
+            if kind != "List":
+                # A typed list (PodList, NodeMetricsList, as the API and `kubectl get --raw` return them)
+                # leaves kind and apiVersion out of its items: they are the list's.
+                item_kind, api = kind[: -len("List")], doc.get("apiVersion")
+                items = [{"apiVersion": api, "kind": item_kind, **i} if isinstance(i, dict) and "kind" not in i
+                         else i for i in items]
+            yield from iter_objects(items, file, kind)
             continue
         if not isinstance(kind, str) or not kind:
             meta = doc.get("metadata")

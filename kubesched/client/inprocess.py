@@ -248,16 +248,20 @@ class InProcessAPIServer:
         return new
 
     def update_pdb_status(self, pdb: PodDisruptionBudget, *, disruptions_allowed: int, current_healthy: int,
-                          desired_healthy: int, expected_pods: int, cause: Cause = Cause.DISRUPTION) -> None:
+                          desired_healthy: int, expected_pods: int,
+                          disrupted_pods: dict[str, datetime | None] | None = None,
+                          cause: Cause = Cause.DISRUPTION) -> None:
         cur = self.state.pdbs.get(pdb.meta.key)
         if cur is None:
             raise NotFound(f'poddisruptionbudgets.policy "{pdb.meta.name}" not found')
         if (cur.disruptions_allowed, cur.current_healthy, cur.desired_healthy, cur.expected_pods) == (
-                disruptions_allowed, current_healthy, desired_healthy, expected_pods):
+                disruptions_allowed, current_healthy, desired_healthy, expected_pods) and (
+                disrupted_pods is None or disrupted_pods == cur.disrupted_pods):
             return
         self.state.apply(EventType.UPDATED, cur.with_status(
             disruptions_allowed=disruptions_allowed, current_healthy=current_healthy,
-            desired_healthy=desired_healthy, expected_pods=expected_pods), cause=cause)
+            desired_healthy=desired_healthy, expected_pods=expected_pods, disrupted_pods=disrupted_pods),
+            cause=cause)
 
     def create_event(self, event: KubeEvent) -> None:
         self.events.append(event)

@@ -100,7 +100,10 @@ class Client(Protocol):
         ...
 
     def update_pdb_status(self, pdb: PodDisruptionBudget, *, disruptions_allowed: int, current_healthy: int,
-                          desired_healthy: int, expected_pods: int, cause: Cause = Cause.DISRUPTION) -> None:
+                          desired_healthy: int, expected_pods: int,
+                          disrupted_pods: dict[str, datetime | None] | None = None,
+                          cause: Cause = Cause.DISRUPTION) -> None:
+        """The disruption controller's status write (`disrupted_pods` None keeps the server's map)."""
         ...
 
     def create_event(self, event: KubeEvent) -> None:

@@ -13,7 +13,9 @@ from typing import Any
 
 from kubesched.api.objects import Node
 from kubesched.api.quantity import milli_value_of, value_of
+from kubesched.client.inprocess import InProcessAPIServer
 from kubesched.descheduler import podutil
+from kubesched.descheduler.framework import DeschedulerServices
 from kubesched.diagnostics import warn
 from kubesched.errors import InputError
 
@@ -87,7 +89,8 @@ def _utilization(cluster: Any, nodes: list[Node], removed: dict[str, list[Any]],
 
 
 def deschedule_command(snapshot: str | Any, policy: str, metrics: str | None, min_ready_nodes: int,
-                       scheduler_config: str | None, now: datetime, seed: int) -> dict[str, Any]:
+                       scheduler_config: str | None, now: datetime, seed: int,
+                       enforce_pdbs: bool = False) -> dict[str, Any]:
     from kubesched.api.snapshot import load_snapshot
     from kubesched.cluster.state import ClusterState
     from kubesched.config.descheduler_policy import load_descheduler_policy
@@ -101,18 +104,18 @@ def deschedule_command(snapshot: str | Any, policy: str, metrics: str | None, mi
     snap = load_snapshot(snapshot) if isinstance(snapshot, str) else snapshot
     cluster = ClusterState.from_snapshot(snap)
     metric_objects: list[dict[str, Any]] = []
-    extra: dict[str, Any] = {"now": now, "snapshot": snap}
+    services = DeschedulerServices(seed=seed, snapshot=snap)
     from kubesched.metrics.loader import source_from_address
 
     live = source_from_address(metrics) if metrics is not None else None
     if live is not None:
-        extra["metrics"] = live.fetch(now)  # an address (load-watcher, Prometheus, metrics-server), read once
+        services.usage = live.fetch(now)  # an address (load-watcher, Prometheus, metrics-server), read once
     elif metrics is not None:
         metric_objects, others = read_metrics_objects(metrics)
         recorded = [d for d in others if _is_prometheus_response(d)]
         if recorded:
             # A recorded Prometheus query response answers LowNodeUtilization's Prometheus source.
-            extra["prometheus_client"] = RecordedPrometheus(recorded[0], metrics)
+            services.prometheus_client = RecordedPrometheus(recorded[0], metrics)
             others = [d for d in others if not _is_prometheus_response(d)]
         if others:
             # Another kind of usage (load-watcher WatcherMetrics, ...) for load-aware strategies.
@@ -121,17 +124,17 @@ def deschedule_command(snapshot: str | Any, policy: str, metrics: str | None, mi
             except ImportError:
                 raise InputError("not metrics.k8s.io NodeMetrics/PodMetrics objects, and no loader for other "
                                  "metrics formats is installed", file=metrics) from None
-            extra["metrics"] = load_metrics(metrics, now)
-        extra["metric_objects"] = metric_objects  # for usage-based strategies that read the objects (LowNodeLoad)
+            services.usage = load_metrics(metrics, now)
+        services.metric_objects = metric_objects  # for usage-based strategies that read the objects (LowNodeLoad)
     collector = MetricsCollector.from_cluster(
         cluster, metric_objects, parse_label_selector_string(pol.node_selector, "nodeSelector"), metrics or "")
     provider = pol.metrics_provider("Prometheus")
     url = (provider.prometheus or {}).get("url") if provider is not None else None
-    if url and "prometheus_client" not in extra:
+    if url and services.prometheus_client is None:
         # The policy's Prometheus provider, asked at --now (the authToken secret cannot be read offline).
         from kubesched.metrics.prometheus import DeschedulerPrometheusClient, PrometheusClient
 
-        extra["prometheus_client"] = DeschedulerPrometheusClient(PrometheusClient(str(url)), now.timestamp())
+        services.prometheus_client = DeschedulerPrometheusClient(PrometheusClient(str(url)), now.timestamp())
     sched_cfg = None
     warnings: list[str] = []
     if scheduler_config is not None:
@@ -145,8 +148,11 @@ def deschedule_command(snapshot: str | Any, policy: str, metrics: str | None, mi
         warnings = check_coherence(sched_cfg, pol)
         for w in warnings:
             warn(w)
-    d = Descheduler(cluster, pol, now=now, metrics=collector, scheduler_config=sched_cfg, seed=seed, dry_run=True,
-                    min_ready_nodes=min_ready_nodes, extra=extra)
+    services.scheduler_config = sched_cfg
+    # A server-side dry run: evictions are answered (PDBs enforced only when asked) and nothing changes.
+    server = InProcessAPIServer(cluster, lambda: now.timestamp(), enforce_pdbs=enforce_pdbs)
+    d = Descheduler(cluster, pol, now=now, metrics=collector, client=server, dry_run=True,
+                    min_ready_nodes=min_ready_nodes, services=services)
     # The snapshot's objects live through the cycle: keep the cyclic GC from rescanning them on every
     # collection (on a large cluster that scanning costs more than the cycle itself).
     import gc

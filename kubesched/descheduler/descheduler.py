@@ -4,8 +4,7 @@ Upstream's `runProfiles`: the nodes are the Ready nodes matching the policy's gl
 with too few of them is skipped (upstream: fewer than two; `--min-ready-nodes`); then the Deschedule
 plugins of all profiles run, profile by profile, and then the Balance plugins of all profiles. One
 PodEvictor (the limits) is shared by every plugin of every profile and its counters reset each cycle.
-Evicted pods stay in the cluster state until the cycle ends (upstream's tests see them so); outside
-dry-run the evictions are then applied to the cluster.
+Evictions go to the API server through the client as they are decided (see evictor.py).
 
 One Descheduler may run many cycles (strategies keep state across them: LowNodeLoad's anomaly detectors).
 `run_cycle(now, metrics=..., usage=...)` moves it to the cycle's moment and hands every profile the
@@ -19,6 +18,8 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from kubesched.api.objects import Node
+from kubesched.client.inprocess import InProcessAPIServer
+from kubesched.client.interface import Client
 from kubesched.cluster.state import ClusterState
 from kubesched.config.descheduler_policy import DeschedulerPolicy, ProfileConfig
 from kubesched.descheduler import nodeutil
@@ -27,6 +28,7 @@ from kubesched.descheduler.framework import (
     BalancePlugin,
     DeschedulePlugin,
     DeschedulerPlugin,
+    DeschedulerServices,
     EvictorPlugin,
     Handle,
     SortPlugin,
@@ -68,32 +70,34 @@ def _of(plugins: dict[str, DeschedulerPlugin], names: list[str], kind: type[_T])
 
 class Descheduler:
     def __init__(self, cluster: ClusterState, policy: DeschedulerPolicy, *, now: datetime, metrics: Any = None,
-                 scheduler_config: Any = None, seed: int = 0, dry_run: bool = True,
-                 registry: Registry | None = None, min_ready_nodes: int = DEFAULT_MIN_READY_NODES,
-                 enforce_pdbs: bool = False, extra: dict[str, Any] | None = None) -> None:
+                 client: Client | None = None, dry_run: bool = True, registry: Registry | None = None,
+                 min_ready_nodes: int = DEFAULT_MIN_READY_NODES, services: DeschedulerServices | None = None) -> None:
+        """`client` is how evictions reach the cluster: by default an in-process API server that, like
+        upstream's plugin tests and dry-run mode, enforces no PodDisruptionBudget; `services` what plugins
+        may use besides the cluster (the policy is filled in)."""
         self.cluster = cluster
         self.policy = policy
         self.now = now
         self.registry = registry or default_registry()
         self.min_ready_nodes = min_ready_nodes
         self.node_selector = nodeutil.parse_label_selector_string(policy.node_selector, "nodeSelector")
-        self.pod_evictor = PodEvictor(cluster, max_pods_to_evict_per_node=policy.max_pods_to_evict_per_node,
+        self.client: Client = (client if client is not None else
+                               InProcessAPIServer(cluster, lambda: self.now.timestamp(), enforce_pdbs=False))
+        self.pod_evictor = PodEvictor(self.client, max_pods_to_evict_per_node=policy.max_pods_to_evict_per_node,
                                       max_pods_to_evict_per_namespace=policy.max_pods_to_evict_per_namespace,
                                       max_pods_to_evict_total=policy.max_pods_to_evict_total, dry_run=dry_run,
-                                      enforce_pdbs=enforce_pdbs)
-        # Shared by every profile's handle: services built once per descheduler (scheduler node fit, ...).
-        self.services: dict[Any, Any] = {}
+                                      grace_period_seconds=policy.grace_period_seconds)
         self.metrics_collector = metrics
-        self.extra = dict(extra or {})
-        self.extra.update({"services": self.services, "scheduler_config": scheduler_config, "seed": seed,
-                           "metrics_collector": metrics, "policy": policy})
+        self.services = services if services is not None else DeschedulerServices()
+        self.services.policy = policy
+        self.services.metrics_collector = metrics
         self.profiles = [self._build_profile(p) for p in policy.profiles]
 
     def _build_profile(self, cfg: ProfileConfig) -> Profile:
         evictor = ProfileEvictor(cfg.name, self.pod_evictor)
         handle = Handle(cluster=self.cluster, evictor=evictor, now=self.now, profile=cfg.name,
                         metrics=self.metrics_collector if self.policy.kubernetes_metrics_enabled else None,
-                        extra=self.extra)
+                        services=self.services)
         plugins: dict[str, DeschedulerPlugin] = {}
         names: list[str] = []
         for point in ("deschedule", "balance", "filter", "preEvictionFilter", "sort"):
@@ -130,15 +134,15 @@ class Descheduler:
                   usage: Metrics | None = None) -> CycleResult:
         """One descheduling cycle, first moved to its inputs (each left None stays as it was):
 
-        - `now`: the cycle's time (every profile handle's `now`, and `extra["now"]`);
+        - `now`: the cycle's time (every profile handle's `now`);
         - `metrics`: the actual-usage MetricsCollector of this moment (`handle.metrics` when the policy
-          enables KubernetesMetrics, and `extra["metrics_collector"]` for the sorters);
-        - `usage`: a usage reading for load-aware strategies (`extra["metrics"]`: LowNodeLoad).
+          enables KubernetesMetrics, and `services.metrics_collector` for the sorters);
+        - `usage`: a usage reading for load-aware strategies (`services.usage`: LowNodeLoad).
         """
         self._advance(now, metrics, usage)
         self.pod_evictor.reset_counters()
         # Plugins memoise per-cycle answers under this number.
-        self.extra["cycle"] = self.extra.get("cycle", 0) + 1
+        self.services.cycle += 1
         start = len(self.pod_evictor.records)
         nodes = self.cycle_nodes()
         result = CycleResult(nodes=nodes)
@@ -153,22 +157,20 @@ class Descheduler:
             for bp in prof.balance:
                 self._run(prof, bp, "balance", nodes, result)
         result.evictions = self.pod_evictor.records[start:]
-        self.pod_evictor.commit(result.evictions)
         return result
 
     def _advance(self, now: datetime | None, metrics: Any, usage: Metrics | None) -> None:
         if now is not None:
             self.now = now
-            self.extra["now"] = now
             for prof in self.profiles:
                 prof.handle.now = now
         if metrics is not None:
             self.metrics_collector = metrics
-            self.extra["metrics_collector"] = metrics
+            self.services.metrics_collector = metrics
             for prof in self.profiles:
                 prof.handle.metrics = metrics if self.policy.kubernetes_metrics_enabled else None
         if usage is not None:
-            self.extra["metrics"] = usage
+            self.services.usage = usage
 
     def _run(self, prof: Profile, pl: DeschedulerPlugin, point: str, nodes: list[Node], result: CycleResult) -> None:
         prof.evictor.current_plugin = pl.name or type(pl).__name__

@@ -3,12 +3,15 @@
 `PodEvictor` is upstream's `evictions.PodEvictor`: one per descheduler, shared by every plugin of every
 profile, so `maxNoOfPodsToEvictPerNode`, `maxNoOfPodsToEvictPerNamespace` and `maxNoOfPodsToEvictTotal`
 hold across the whole cycle. Limits are checked in upstream's order (total, node, namespace) and a
-refusal raises `EvictionLimitError`. Each eviction is recorded (pod, node, profile, plugin, reason).
+refusal raises `EvictionLimitError`. An eviction that passes the limits goes to the API server through
+the client's Eviction verb at once: the server decides (a PodDisruptionBudget that allows no disruption
+answers 429, which counts as a failed eviction, not against the limits). In dry-run the request is a
+server-side dry run: answered the same way, nothing persisted. Each eviction is recorded (pod, node,
+profile, plugin, reason).
 
-Evicted pods stay in the cluster state for the rest of the cycle, as in upstream's plugin tests (the
-fake API server keeps evicted pods, so later node-fit and utilization checks still count them); an
-evicted pod is not evicted a second time (a real one would be terminating). In dry-run nothing is ever
-changed; otherwise `commit()` applies the evictions to the cluster after the cycle.
+An evicted pod is not evicted a second time in the cycle. With the one-shot command's default (a
+server that does not enforce PDBs and a dry run, as upstream's plugin tests and its dry-run mode see the
+cluster) evicted pods stay as they were for the rest of the cycle; a real eviction makes them terminate.
 """
 
 from __future__ import annotations
@@ -18,8 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubesched.api.objects import Pod
+from kubesched.client.interface import ApiError, Client
 from kubesched.cluster.events import Cause
-from kubesched.cluster.state import ClusterState
 from kubesched.descheduler.framework import EvictionLimitError, EvictOptions, EvictorPlugin, SortPlugin
 
 
@@ -37,19 +40,17 @@ class EvictionRecord:
 
 
 class PodEvictor:
-    """Global eviction limits and the record of the cycle's evictions."""
+    """Global eviction limits, the eviction requests, and the record of the cycle's evictions."""
 
-    def __init__(self, cluster: ClusterState, *, max_pods_to_evict_per_node: int | None = None,
+    def __init__(self, client: Client, *, max_pods_to_evict_per_node: int | None = None,
                  max_pods_to_evict_per_namespace: int | None = None, max_pods_to_evict_total: int | None = None,
-                 dry_run: bool = True, enforce_pdbs: bool = False) -> None:
-        self.cluster = cluster
+                 dry_run: bool = True, grace_period_seconds: int | None = None) -> None:
+        self.client = client
         self.max_per_node = max_pods_to_evict_per_node
         self.max_per_namespace = max_pods_to_evict_per_namespace
         self.max_total = max_pods_to_evict_total
         self.dry_run = dry_run
-        # The Eviction API refuses a pod whose PDB allows no disruption; upstream's tests use a fake API
-        # server that does not, so this is off unless asked for.
-        self.enforce_pdbs = enforce_pdbs
+        self.grace_period_seconds = grace_period_seconds
         self.records: list[EvictionRecord] = []
         self.failures: list[tuple[str, str]] = []
         self.node_pod_count: dict[str, int] = {}
@@ -57,7 +58,6 @@ class PodEvictor:
         self.total_pod_count = 0
         self.evicted_keys: set[str] = set()
         self._evicted_ids: set[int] = set()
-        self._pdb_budget: dict[str, int] = {}
 
     def reset_counters(self) -> None:
         """A new cycle: counters start from zero (the record of past cycles is kept in `records`)."""
@@ -66,7 +66,6 @@ class PodEvictor:
         self.total_pod_count = 0
         self.evicted_keys = set()
         self._evicted_ids = set()
-        self._pdb_budget = {}
 
     def node_evicted(self, node_name: str) -> int:
         return self.node_pod_count.get(node_name, 0)
@@ -78,20 +77,8 @@ class PodEvictor:
         # Object identity (cheap; pods are not replaced during a cycle). evict_pod also checks the key.
         return id(pod) in self._evicted_ids
 
-    def _pdb_allows(self, pod: Pod) -> bool:
-        for key, pdb in self.cluster.pdbs.items():
-            if pdb.meta.namespace != pod.namespace or not pdb.selector.matches(pod.labels):
-                continue
-            left = self._pdb_budget.get(key, pdb.disruptions_allowed)
-            if left <= 0:
-                return False
-        for key, pdb in self.cluster.pdbs.items():
-            if pdb.meta.namespace == pod.namespace and pdb.selector.matches(pod.labels):
-                self._pdb_budget[key] = self._pdb_budget.get(key, pdb.disruptions_allowed) - 1
-        return True
-
     def evict_pod(self, pod: Pod, opts: EvictOptions, admit: Callable[[Pod], bool] | None = None) -> bool:
-        """EvictPod: check the limits (total, node, namespace), then evict (record). False on failure.
+        """EvictPod: check the limits (total, node, namespace), then ask the API server. False on failure.
 
         `admit` is the profile's last check right before the eviction (kubesched's scheduler node fit
         re-asks the scheduler there, as earlier evictions may have taken the room it found)."""
@@ -111,8 +98,11 @@ class PodEvictor:
         if admit is not None and not admit(pod):
             self.failures.append((pod.key, "refused right before eviction by the profile's evictor"))
             return False
-        if self.enforce_pdbs and not self._pdb_allows(pod):
-            self.failures.append((pod.key, "Cannot evict pod as it would violate the pod's disruption budget."))
+        try:
+            self.client.evict(pod, grace_period_seconds=self.grace_period_seconds, dry_run=self.dry_run,
+                              cause=Cause.DESCHEDULER)
+        except ApiError as e:
+            self.failures.append((pod.key, e.message))
             return False
         if node:
             self.node_pod_count[node] = self.node_pod_count.get(node, 0) + 1
@@ -122,15 +112,6 @@ class PodEvictor:
         self._evicted_ids.add(id(pod))
         self.records.append(EvictionRecord(pod, node, opts.profile, opts.plugin, opts.reason or opts.plugin or "NotSet"))
         return True
-
-    def commit(self, records: Sequence[EvictionRecord] | None = None) -> None:
-        """Apply evictions to the cluster (never in dry-run)."""
-        if self.dry_run:
-            return
-        for r in (self.records if records is None else records):
-            cur = self.cluster.pods.get(r.pod.key)
-            if cur is not None:
-                self.cluster.delete(cur, cause=Cause.DESCHEDULER)
 
 
 class ProfileEvictor:

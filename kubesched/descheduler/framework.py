@@ -13,7 +13,9 @@ from datetime import datetime
 from typing import Any, ClassVar, Protocol
 
 from kubesched.api.objects import Node, Pod
+from kubesched.api.snapshot import Snapshot
 from kubesched.cluster.state import ClusterState
+from kubesched.metrics.base import Metrics
 
 
 @dataclass(slots=True)
@@ -62,6 +64,30 @@ class Evictor(Protocol):
 
 
 @dataclass
+class DeschedulerServices:
+    """What the descheduler's caller provides to plugins, shared by every profile, by name and type.
+
+    `scheduler_config` is the KubeSchedulerConfiguration for scheduler-profile node fit (default profile
+    when None); `cycle` counts cycles (plugins memoise per cycle); `snapshot` the objects the cluster came
+    from; `metrics_collector` the MetricsCollector of the moment (sorters); `usage` a usage reading for
+    load-aware strategies (LowNodeLoad); `metric_objects` metrics objects given besides the snapshot;
+    `prometheus_client` answers usage-based strategies' Prometheus queries; `node_fits` keeps the
+    scheduler-profile node-fit answerers of this cycle.
+    """
+
+    policy: Any = None
+    scheduler_config: Any = None
+    seed: int = 0
+    cycle: int = 0
+    snapshot: Snapshot | None = None
+    metrics_collector: Any = None
+    usage: Metrics | None = None
+    metric_objects: list[dict[str, Any]] | None = None
+    prometheus_client: Any = None
+    node_fits: dict[str, tuple[int, Any]] = field(default_factory=dict)
+
+
+@dataclass
 class Handle:
     """What a descheduler plugin may use."""
 
@@ -73,7 +99,7 @@ class Handle:
     metrics: Any = None
     # Node fit by the scheduler's own filter chain, when the evictor is configured for it.
     node_fit: Callable[[Pod, list[Node]], bool] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    services: DeschedulerServices = field(default_factory=DeschedulerServices)
 
     def pods_on_node(self, node_name: str, pod_filter: Callable[[Pod], bool] | None = None) -> list[Pod]:
         """podutil.ListPodsOnANode: non-terminal pods assigned to the node (optionally filtered)."""

@@ -40,7 +40,7 @@ def scheduler_limits(config: Any) -> list[Limit]:
     from kubesched.scheduler.runtime import build_frameworks
 
     cluster = ClusterState()
-    frameworks = build_frameworks(config, Registry(), lambda: Handle(cluster, extra={"metrics": None}))
+    frameworks = build_frameworks(config, Registry(), lambda: Handle(cluster))
     out: list[Limit] = []
     for name, fwk in frameworks.items():
         for pl in fwk.filter:

@@ -26,8 +26,11 @@ import numpy as np
 
 from kubesched.api.objects import Node, Pod, parse_pod
 from kubesched.cluster.state import ClusterState
+from kubesched.config.scheduler_config import default_config
 from kubesched.descheduler.framework import Handle
 from kubesched.errors import InputError
+from kubesched.scheduler.framework import CycleState, SchedulerServices
+from kubesched.scheduler.scheduler import PluginError, Scheduler
 
 
 def clone_cluster(cluster: ClusterState) -> ClusterState:
@@ -61,12 +64,10 @@ class SchedulerNodeFit:
     """One scheduler profile answering node-fit questions over a shadow copy of the cluster."""
 
     def __init__(self, cluster: ClusterState, config: Any, profile: str, seed: int = 0, now: Any = None) -> None:
-        from kubesched.scheduler.scheduler import Scheduler
-
         self.shadow = clone_cluster(cluster)
         t = now.timestamp() if now is not None else 0.0
         self.scheduler = Scheduler(self.shadow, config, seed=seed, clock=lambda: t,
-                                   extra={"now": now} if now is not None else {})
+                                   services=SchedulerServices(start=now))
         fwk = self.scheduler.frameworks.get(profile)
         if fwk is None:
             raise InputError(f"no scheduler profile named {profile!r} in the scheduler configuration (profiles: "
@@ -81,8 +82,6 @@ class SchedulerNodeFit:
         return np.array([infos[n.name].index for n in nodes if n.name in infos], dtype=np.int64)
 
     def _feasible(self, pod: Pod, nodes: list[Node]) -> tuple[Any, Pod, np.ndarray] | None:
-        from kubesched.scheduler.framework import CycleState
-
         repl = replacement_of(pod)
         state = CycleState()
         pre, st = self.framework.run_pre_filter(state, repl)
@@ -96,7 +95,11 @@ class SchedulerNodeFit:
         if len(rows) == 0:
             self.last_reason = "no candidate node"
             return None
-        mask = self.scheduler.nodes_passing(self.framework, state, repl, rows)
+        try:
+            mask = self.scheduler.nodes_passing(self.framework, state, repl, rows)
+        except PluginError as e:
+            self.last_reason = e.message
+            return None
         return state, repl, rows[mask]
 
     def _without(self, pod: Pod) -> Pod | None:
@@ -141,8 +144,8 @@ class SchedulerNodeFit:
             else:
                 try:
                     breakdown = self.scheduler.prioritize(self.framework, state, repl, feasible)
-                except RuntimeError as e:
-                    self.last_reason = str(e)
+                except PluginError as e:
+                    self.last_reason = e.message
                     return None
                 total = breakdown.total
                 assert total is not None
@@ -173,27 +176,19 @@ class SchedulerNodeFit:
 def scheduler_node_fit(handle: Handle, profile: str) -> SchedulerNodeFit:
     """The shared SchedulerNodeFit of a scheduler profile for this cycle (across the descheduler's profiles;
     a new cycle starts from the cluster as it is then)."""
-    services: dict[Any, Any] = handle.extra.setdefault("services", {})
-    key = ("scheduler_fit", profile)
-    cycle = handle.extra.get("cycle")
-    cached = services.get(key)
-    if cached is None or cached[0] != cycle:
-        fit = SchedulerNodeFit(handle.cluster, scheduler_config_of(handle), profile, int(handle.extra.get("seed", 0)),
-                               handle.now)
-        services[key] = (cycle, fit)
-    else:
-        fit = cached[1]
-    return fit  # type: ignore[no-any-return]
+    services = handle.services
+    cached = services.node_fits.get(profile)
+    if cached is None or cached[0] != services.cycle:
+        fit = SchedulerNodeFit(handle.cluster, scheduler_config_of(handle), profile, services.seed, handle.now)
+        services.node_fits[profile] = (services.cycle, fit)
+        return fit
+    return cached[1]  # type: ignore[no-any-return]
 
 
 def scheduler_config_of(handle: Handle) -> Any:
     """The KubeSchedulerConfiguration given to the descheduler (`--scheduler-config`), or the default one."""
-    config = handle.extra.get("scheduler_config")
-    if config is None:
-        from kubesched.config.scheduler_config import default_config
-
-        config = default_config()
-    return config
+    config = handle.services.scheduler_config
+    return config if config is not None else default_config()
 
 
 def check_profile(handle: Handle, profile: str) -> None:

@@ -11,12 +11,17 @@ import copy
 import enum
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from kubesched.api.objects import Pod
+from kubesched.api.snapshot import Snapshot
+from kubesched.client.inprocess import InProcessAPIServer
+from kubesched.client.interface import Client
 from kubesched.cluster.state import ClusterState, NodeInfo
+from kubesched.metrics.base import Metrics, MetricsFeed, MetricsSource
 from kubesched.scheduler.nominator import Nominator
 
 if TYPE_CHECKING:
@@ -150,20 +155,39 @@ class ClusterEvent:
     actions: tuple[str, ...] = ("add", "update", "delete")
 
 
+@dataclass
+class SchedulerServices:
+    """What the scheduler's caller provides to plugins, by name and type (upstream's Handle pieces).
+
+    `start` is the run's moment (`--now`, the scenario's start, or the marked wall clock) that clock
+    readings are anchored to; `snapshot` the objects the cluster came from (metrics objects for load-aware
+    plugins); `metrics` a fixed `Metrics` reading or a `MetricsFeed` whose latest reading is asked each
+    time; `load_watcher` a live load-watcher source that Trimaran polls on the scheduler's clock.
+    """
+
+    start: datetime | None = None
+    snapshot: Snapshot | None = None
+    metrics: Metrics | MetricsFeed | None = None
+    load_watcher: MetricsSource | None = None
+
+
 class Handle:
-    """What plugins may use of the scheduler: the cluster, the framework, the clock, the RNG."""
+    """What plugins may use of the scheduler: the cluster (read), the client (write), the framework, the
+    clock, the RNG, the nominator, and the caller's typed services."""
 
     def __init__(self, cluster: ClusterState, framework: Framework | None = None,
                  now: Callable[[], float] | None = None, rng: np.random.Generator | None = None,
-                 extra: dict[str, Any] | None = None, nominator: Nominator | None = None) -> None:
+                 services: SchedulerServices | None = None, nominator: Nominator | None = None,
+                 client: Client | None = None) -> None:
         self.cluster = cluster
         self.framework = framework
         self.now = now or (lambda: 0.0)
         self.rng = rng if rng is not None else np.random.default_rng(0)
+        self.services = services if services is not None else SchedulerServices()
         # The PodNominator (preemption's nominations); a scheduler-less handle gets an empty one.
         self.nominator = nominator if nominator is not None else Nominator(cluster)
-        # Named services other parts provide (a metrics source for load-aware plugins, ...).
-        self.extra: dict[str, Any] = dict(extra or {})
+        # How plugins act on the cluster (bind, delete victims, patch status); in process by default.
+        self.client: Client = client if client is not None else InProcessAPIServer(cluster, self.now)
 
 
 # ---------------------------------------------------------------- plugins

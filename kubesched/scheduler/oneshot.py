@@ -3,20 +3,57 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from kubesched.api.objects import Pod, parse_pod
-from kubesched.api.snapshot import iter_objects, read_documents
+from kubesched.api.snapshot import Snapshot, iter_objects, load_snapshot, read_documents
+from kubesched.client.inprocess import InProcessAPIServer
+from kubesched.cluster.state import ClusterState
+from kubesched.config.scheduler_config import load_scheduler_config
 from kubesched.errors import InputError
+from kubesched.metrics.loader import load_metrics
+from kubesched.scheduler.framework import SchedulerServices
+from kubesched.scheduler.registry import Registry
 from kubesched.scheduler.scheduler import Outcome, Scheduler
 
 
-def schedule_all(sched: Scheduler, advance: Callable[[float], None]) -> dict[str, Any]:
+class VirtualClock:
+    """The one-shot commands' clock: it starts at `--now` and moves only when the run waits (backoff,
+    graceful termination)."""
+
+    def __init__(self, t: float) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+    def advance(self, t: float) -> None:
+        self.t = max(self.t, t)
+
+
+def build_scheduler(snapshot: str | Snapshot, config: str | None, metrics: str | None, now: datetime, seed: int,
+                    plugins: tuple[str, ...] = ()) -> tuple[Scheduler, VirtualClock]:
+    """A scheduler over a snapshot (a file, or one already loaded — the command line's has its workloads'
+    pods made), acting through an in-process API server on a virtual clock."""
+    snap = load_snapshot(snapshot) if isinstance(snapshot, str) else snapshot
+    cfg = load_scheduler_config(config)
+    registry = Registry()
+    for spec in plugins:
+        registry.register_spec(spec)
+    cluster = ClusterState.from_snapshot(snap)
+    services = SchedulerServices(start=now, snapshot=snap,
+                                 metrics=load_metrics(metrics, now) if metrics is not None else None)
+    clock = VirtualClock(now.timestamp())
+    server = InProcessAPIServer(cluster, clock, seed=seed)
+    return Scheduler(cluster, cfg, registry, seed=seed, clock=clock, services=services, client=server), clock
+
+
+def schedule_all(sched: Scheduler, clock: VirtualClock) -> dict[str, Any]:
     """Every pending pod through the queue; each binding is applied before the next pod is scheduled.
 
-    Backoff waits are skipped on a virtual clock; pods still unschedulable when nothing more can change
-    are reported with their last reason.
+    Waits (backoff, preemption victims terminating) pass on the virtual clock; pods still unschedulable
+    when nothing more can change are reported with their last reason.
     """
     records: dict[str, dict[str, Any]] = {}
 
@@ -33,7 +70,7 @@ def schedule_all(sched: Scheduler, advance: Callable[[float], None]) -> dict[str
             rec.pop("reason", None)
 
     sched.enqueue_pending()
-    sched.run_until_idle(advance=advance, on_outcome=record)
+    sched.run_until_idle(advance=clock.advance, on_outcome=record)
     for key in sched.queue.pending().get("gated", []):
         pod = sched.cluster.pods[key]
         records.setdefault(key, {"pod": key, "node": None, "nominatedNode": None, "preempted": [],

@@ -14,10 +14,12 @@ from typing import Any
 import numpy as np
 
 from kubesched.api.objects import Pod
+from kubesched.client.inprocess import InProcessAPIServer
+from kubesched.client.interface import Client
 from kubesched.cluster.events import Cause, Event, EventType
 from kubesched.cluster.state import ClusterState
 from kubesched.config.scheduler_config import SchedulerConfig, default_config
-from kubesched.scheduler.framework import Code, CycleState, Handle, PostFilterResult, Status
+from kubesched.scheduler.framework import Code, CycleState, Handle, PostFilterResult, SchedulerServices, Status
 from kubesched.scheduler.nominator import Nominator
 from kubesched.scheduler.queue import SchedulingQueue
 from kubesched.scheduler.registry import Registry, default_registry
@@ -89,18 +91,20 @@ class Outcome:
 class Scheduler:
     def __init__(self, cluster: ClusterState, config: SchedulerConfig | None = None,
                  registry: Registry | None = None, seed: int = 0, clock: Callable[[], float] | None = None,
-                 extra: dict[str, Any] | None = None) -> None:
+                 services: SchedulerServices | None = None, client: Client | None = None) -> None:
         self.cluster = cluster
         self.config = config or default_config()
         self.registry = registry or default_registry()
         self.rng = np.random.default_rng(seed)
         self.clock = clock or (lambda: 0.0)
-        self.extra = dict(extra or {})
+        self.services = services if services is not None else SchedulerServices()
+        self.client: Client = client if client is not None else InProcessAPIServer(cluster, self.clock)
         # The nominator: pods nominated to a node by preemption (and snapshot status.nominatedNodeName).
         self.nominator = Nominator(cluster)
         self.frameworks: dict[str, Framework] = build_frameworks(
             self.config, self.registry,
-            lambda: Handle(cluster, None, self.clock, self.rng, self.extra, nominator=self.nominator))
+            lambda: Handle(cluster, None, self.clock, self.rng, self.services, nominator=self.nominator,
+                           client=self.client))
         self.queue = SchedulingQueue(self.frameworks, self.clock, self.config.pod_initial_backoff_seconds,
                                      self.config.pod_max_backoff_seconds)
         self.next_start_node_index = 0
@@ -210,7 +214,7 @@ class Scheduler:
         pre_res, st = fwk.run_pre_filter(state, pod)
         if not st.is_success:
             if st.code is Code.ERROR:
-                raise RuntimeError(f"running PreFilter plugin {st.plugin}: {st.message}")
+                raise PluginError(st, f"running PreFilter plugin {st.plugin!r}: {st.message}")
             for info in cluster.node_infos:
                 diagnosis.node_to_status[info.name] = st
             diagnosis.pre_filter_msg = st.message
@@ -289,6 +293,8 @@ class Scheduler:
                 # Failed only with nominated pods counted: upstream reports the plugin's status then too.
                 fst = fwk.run_filter_with_nominated_pods(state, pod, self.cluster.node_info_by_name[name],
                                                          self.nominated_pods_for(name, pod))
+            if fst.code is Code.ERROR:
+                raise PluginError(fst, f"running Filter plugin {fst.plugin!r}: {fst.message}")
             diagnosis.node_to_status[name] = fst
             if fst.plugin:
                 (diagnosis.pending_plugins if fst.code is Code.PENDING
@@ -311,10 +317,10 @@ class Scheduler:
             return ScoreBreakdown(rows, total=np.ones(len(rows), dtype=np.int64))
         st = fwk.run_pre_score(state, pod, rows)
         if not st.is_success:
-            raise RuntimeError(f"running PreScore plugin {st.plugin}: {st.message}")
+            raise PluginError(st, f"running PreScore plugin {st.plugin!r}: {st.message}")
         breakdown, st = fwk.run_score(state, pod, rows, detail=False)
         if not st.is_success:
-            raise RuntimeError(f"running Score plugin {st.plugin}: {st.message}")
+            raise PluginError(st, f"running Score plugin {st.plugin!r}: {st.message}")
         return breakdown
 
     def schedule_pod(self, fwk: Framework, state: CycleState, pod: Pod) -> ScheduleResult:
@@ -344,6 +350,12 @@ class Scheduler:
         state = CycleState()
         try:
             result = self.schedule_pod(fwk, state, pod)
+        except PluginError as pe:
+            # A plugin failed (not a verdict on the pod): this attempt fails and the pod backs off; the
+            # other pods go on (upstream's handleSchedulingFailure with an Error status).
+            qpi.unschedulable_plugins = set()
+            self.queue.add_unschedulable(qpi, cycle, error=True)
+            return Outcome(pod, None, reason=pe.message, status=pe.status)
         except FitError as fe:
             outcome = Outcome(pod, None)
             d = fe.diagnosis
@@ -351,6 +363,11 @@ class Scheduler:
                 pf, pst = fwk.run_post_filter(state, pod, d.node_to_status)
                 if pst.message:
                     d.post_filter_msg = pst.message
+                if pst.code is Code.ERROR:
+                    qpi.unschedulable_plugins = set()
+                    self.queue.add_unschedulable(qpi, cycle, error=True)
+                    return Outcome(pod, None, reason=f"running PostFilter plugin {pst.plugin!r}: {pst.message}",
+                                   status=pst)
                 if pf is not None:
                     # ModeOverride: a result nominates its node, or clears the nomination when it names none.
                     if pf.nominated_node_name:
@@ -404,21 +421,47 @@ class Scheduler:
 
     def run_until_idle(self, advance: Callable[[float], None] | None = None,
                        on_outcome: Callable[[Outcome], None] | None = None, max_attempts: int = 1_000_000) -> None:
-        """Schedule until activeQ and backoffQ are empty. `advance(t)` moves a virtual clock to t."""
+        """Schedule until nothing more can change: activeQ empty, and no backoff or graceful deletion left
+        to wait for. `advance(t)` moves the virtual clock to t (then terminations due by t finish).
+
+        A pod whose attempt failed with a plugin error is retried after its backoff only if the cluster
+        changed since (upstream retries forever; a one-shot run would never end)."""
         attempts = 0
+        errored: dict[str, int] = {}
+        server = self.client if isinstance(self.client, InProcessAPIServer) else None
         while attempts < max_attempts:
             qpi = self.queue.pop()
             if qpi is None:
-                nxt = self.queue.next_backoff_expiry()
-                if nxt is None or advance is None:
+                waits = [t for t in (self.queue.next_backoff_expiry(),
+                                     server.next_deadline() if server is not None else None) if t is not None]
+                if not waits or advance is None:
                     return
-                advance(nxt)
+                t = min(waits)
+                advance(t)
+                if server is not None:
+                    server.advance(t)
+                continue
+            key = qpi.pod.key
+            if errored.get(key) == self.cluster.revision:
+                self.queue.delete(qpi.pod)
                 continue
             attempts += 1
             out = self.schedule_one(qpi)
+            if out.status is not None and out.status.code is Code.ERROR:
+                errored[key] = self.cluster.revision
+            else:
+                errored.pop(key, None)
             if on_outcome is not None:
                 on_outcome(out)
 
+
+class PluginError(Exception):
+    """A plugin returned an Error status: the attempt fails, the pod backs off."""
+
+    def __init__(self, status: Status, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
 
 
 def _spec_changed(old: Pod | None, new: Pod) -> bool:

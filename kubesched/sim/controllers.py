@@ -24,15 +24,15 @@ from __future__ import annotations
 import copy
 import heapq
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kubesched.api.hashing import stable_hash64
 from kubesched.api.objects import Node, Taint, Toleration, parse_affinity, parse_toleration
-from kubesched.api.selectors import parse_label_selector
-from kubesched.sim.units import stable_hash64
+from kubesched.sim.pods import SimPod
 
 if TYPE_CHECKING:
-    from kubesched.sim.engine import Engine
+    from kubesched.sim.controller_manager import ControllerManager
 
 ALPHANUMS = "bcdfghjklmnpqrstvwxz2456789"
 
@@ -46,33 +46,6 @@ def template_hash(template: dict[str, Any]) -> str:
     """A pod-template-hash: stable for a template, in upstream's alphabet (not upstream's exact value)."""
     h32 = stable_hash64(json.dumps(template, sort_keys=True)) & 0xFFFFFFFF
     return safe_encode(str(h32))
-
-
-@dataclass(slots=True, eq=False)
-class SimPod:
-    """The simulator's record of one pod object."""
-
-    key: str
-    pod: Any  # kubesched.api.objects.Pod
-    owner: Controller | None
-    workload: str  # the top-level workload (Deployment/ns/name, ...)
-    identity: str  # usage identity
-    ordinal: int
-    created: float
-    replaces: str | None = None
-    node: str = ""
-    bound_at: float | None = None
-    started_at: float | None = None
-    phase: str = "Pending"
-    terminating: bool = False
-    deletion_at: float | None = None
-    gone: bool = False
-    restarts: int = 0
-    down_until: float = -1.0
-    slot: int = -1
-    usage_row: int = -1
-    run_seconds: float = 0.0  # Job pods: how long they must run to succeed
-    attempts_at: float | None = None  # first scheduling attempt
 
 
 def _owner_ref(kind: str, name: str, uid: str) -> dict[str, Any]:
@@ -90,13 +63,15 @@ def _map_at(parent: dict[str, Any], key: str) -> dict[str, Any]:
     return v
 
 
-def owned_pod(template: dict[str, Any], name: str, namespace: str, owner_kind: str, owner_name: str,
+def owned_pod(template: dict[str, Any], namespace: str, owner_kind: str, owner_name: str,
               owner_uid: str) -> dict[str, Any]:
-    """A ReplicaSet's (or Job's) pod from its template: a shallow copy with name, namespace and owner set."""
+    """A ReplicaSet's pod from its template: a shallow copy with generateName `<owner>-`, namespace and owner set
+    (the API server makes the name)."""
     raw = dict(template)
     meta = dict(raw.get("metadata") or {})
     raw["metadata"] = meta
-    meta["name"] = name
+    meta.pop("name", None)
+    meta["generateName"] = f"{owner_name}-"
     meta["namespace"] = namespace
     meta["ownerReferences"] = [_owner_ref(owner_kind, owner_name, owner_uid)]
     raw["kind"] = "Pod"
@@ -181,11 +156,12 @@ class DaemonTemplate:
                 return False
         return True
 
-    def pod(self, name: str, set_name: str, namespace: str, uid: str, node: str) -> dict[str, Any]:
+    def pod(self, set_name: str, namespace: str, uid: str, node: str) -> dict[str, Any]:
         """A daemon pod bound to `node` by a node-name affinity (ReplaceDaemonSetPodNodeNameNodeAffinity)."""
         raw = copy.deepcopy(self.template)
         meta = _map_at(raw, "metadata")
-        meta["name"] = name
+        meta.pop("name", None)
+        meta["generateName"] = f"{set_name}-"
         meta["namespace"] = namespace
         _map_at(meta, "labels")["controller-revision-hash"] = self.revision
         meta["ownerReferences"] = [_owner_ref("DaemonSet", set_name, uid)]
@@ -202,12 +178,13 @@ def job_labels(name: str, uid: str) -> dict[str, str]:
             "controller-uid": uid, "job-name": name}
 
 
-def job_pod(template: dict[str, Any], name: str, job_name: str, namespace: str, uid: str) -> dict[str, Any]:
+def job_pod(template: dict[str, Any], job_name: str, namespace: str, uid: str) -> dict[str, Any]:
     """A Job's pod: the template with the job's labels (a shallow copy, like a ReplicaSet's pod)."""
     raw = dict(template)
     meta = dict(raw.get("metadata") or {})
     raw["metadata"] = meta
-    meta["name"] = name
+    meta.pop("name", None)
+    meta["generateName"] = f"{job_name}-"
     meta["namespace"] = namespace
     meta["labels"] = {**(meta.get("labels") or {}), **job_labels(job_name, uid)}
     meta["ownerReferences"] = [_owner_ref("Job", job_name, uid)]
@@ -220,13 +197,13 @@ class Controller:
 
     kind = ""
 
-    def __init__(self, engine: Engine, obj: dict[str, Any], workload: str) -> None:
-        self.engine = engine
+    def __init__(self, manager: ControllerManager, obj: dict[str, Any], workload: str) -> None:
+        self.manager = manager
         self.obj = obj
         meta = obj.get("metadata") or {}
         self.name = str(meta.get("name"))
         self.namespace = str(meta.get("namespace") or "default")
-        self.uid = str(meta.get("uid") or engine.new_uid(f"{self.kind}/{self.namespace}/{self.name}"))
+        self.uid = str(meta.get("uid") or manager.new_uid(f"{self.kind}/{self.namespace}/{self.name}"))
         self.key = f"{self.kind}/{self.namespace}/{self.name}"
         self.workload = workload
         self.pods: dict[str, SimPod] = {}
@@ -256,7 +233,7 @@ class Controller:
     def identity(self, ordinal: int) -> str:
         return f"{self.workload}#{ordinal}"
 
-    # ------------------------------------------------------------ pod events (from the engine)
+    # ------------------------------------------------------------ pod events (from the controller manager)
 
     def active(self) -> list[SimPod]:
         return [p for p in self.pods.values() if not p.terminating and p.phase not in ("Succeeded", "Failed")]
@@ -300,18 +277,17 @@ class Controller:
 class ReplicaSetController(Controller):
     kind = "ReplicaSet"
 
-    def __init__(self, engine: Engine, obj: dict[str, Any], workload: str) -> None:
-        super().__init__(engine, obj, workload)
+    def __init__(self, manager: ControllerManager, obj: dict[str, Any], workload: str) -> None:
+        super().__init__(manager, obj, workload)
         spec = obj.get("spec") or {}
         self.replicas = int(spec.get("replicas", 1) if spec.get("replicas") is not None else 1)
         self.template = spec.get("template") or {}
 
     def _new_pod(self, replaces_hint: str | None = None) -> None:
         ordinal, freed_by = self.take_ordinal()
-        # A shallow copy: the engine deep-copies the template the first time and clones its pod afterwards.
-        raw = owned_pod(self.template, f"{self.name}-{self.engine.random_suffix()}", self.namespace, self.kind,
-                        self.name, self.uid)
-        self.engine.create_pod(raw, self, self.identity(ordinal), ordinal, freed_by or replaces_hint)
+        # A shallow copy: the API server deep-copies the template the first time and clones its pod afterwards.
+        raw = owned_pod(self.template, self.namespace, self.kind, self.name, self.uid)
+        self.manager.create_pod(raw, self, self.identity(ordinal), ordinal, freed_by or replaces_hint)
 
     def reconcile(self) -> None:
         active = self.active()
@@ -319,8 +295,8 @@ class ReplicaSetController(Controller):
         for _ in range(diff):
             self._new_pod()
         if diff < 0:
-            for sp in rank_for_deletion(active, self.engine)[: -diff]:
-                self.engine.delete_pod(sp, component="controller", reason="ScaleDown", grace=None)
+            for sp in rank_for_deletion(active)[: -diff]:
+                self.manager.delete_pod(sp, component="controller", reason="ScaleDown", grace=None)
 
     def start(self) -> None:
         self.reconcile()
@@ -345,7 +321,7 @@ class ReplicaSetController(Controller):
             self.reconcile()
 
 
-def rank_for_deletion(pods: list[SimPod], engine: Engine) -> list[SimPod]:
+def rank_for_deletion(pods: list[SimPod]) -> list[SimPod]:
     """ActivePodsWithRanks, simplified: the pods a ReplicaSet deletes first come first."""
     per_node: dict[str, int] = {}
     for p in pods:
@@ -363,10 +339,10 @@ class DeploymentController(Controller):
 
     kind = "Deployment"
 
-    def __init__(self, engine: Engine, obj: dict[str, Any], workload: str) -> None:
-        super().__init__(engine, obj, workload)
+    def __init__(self, manager: ControllerManager, obj: dict[str, Any], workload: str) -> None:
+        super().__init__(manager, obj, workload)
         rs = deployment_replicaset(obj, self.name, self.namespace, self.uid)
-        self.rs = ReplicaSetController(engine, rs, workload)
+        self.rs = ReplicaSetController(manager, rs, workload)
         self.rs_object = rs
 
     def start(self) -> None:
@@ -382,8 +358,8 @@ class DeploymentController(Controller):
 class StatefulSetController(Controller):
     kind = "StatefulSet"
 
-    def __init__(self, engine: Engine, obj: dict[str, Any], workload: str) -> None:
-        super().__init__(engine, obj, workload)
+    def __init__(self, manager: ControllerManager, obj: dict[str, Any], workload: str) -> None:
+        super().__init__(manager, obj, workload)
         spec = obj.get("spec") or {}
         self.replicas = int(spec.get("replicas", 1) if spec.get("replicas") is not None else 1)
         self.template = spec.get("template") or {}
@@ -394,7 +370,7 @@ class StatefulSetController(Controller):
 
     def _create(self, ordinal: int) -> None:
         raw = statefulset_pod(self.template, self.name, self.namespace, self.uid, ordinal, self.revision)
-        sp = self.engine.create_pod(raw, self, self.identity(ordinal), ordinal, self.last_gone.pop(ordinal, None))
+        sp = self.manager.create_pod(raw, self, self.identity(ordinal), ordinal, self.last_gone.pop(ordinal, None))
         self.by_ordinal[ordinal] = sp
 
     def reconcile(self) -> None:
@@ -410,7 +386,7 @@ class StatefulSetController(Controller):
         for o in sorted((o for o in self.by_ordinal if o >= self.replicas), reverse=True):
             sp = self.by_ordinal[o]
             if not sp.terminating:
-                self.engine.delete_pod(sp, component="controller", reason="ScaleDown", grace=None)
+                self.manager.delete_pod(sp, component="controller", reason="ScaleDown", grace=None)
             if self.ordered:
                 return
 
@@ -430,7 +406,7 @@ class StatefulSetController(Controller):
 
     def pod_failed(self, sp: SimPod) -> None:
         # A failed pod is deleted and recreated under the same name.
-        self.engine.delete_pod(sp, component="controller", reason="RecreateFailed", grace=0.0)
+        self.manager.delete_pod(sp, component="controller", reason="RecreateFailed", grace=0.0)
 
     def pod_gone(self, sp: SimPod) -> None:
         super().pod_gone(sp)
@@ -456,8 +432,8 @@ DAEMON_TOLERATIONS = (
 class DaemonSetController(Controller):
     kind = "DaemonSet"
 
-    def __init__(self, engine: Engine, obj: dict[str, Any], workload: str) -> None:
-        super().__init__(engine, obj, workload)
+    def __init__(self, manager: ControllerManager, obj: dict[str, Any], workload: str) -> None:
+        super().__init__(manager, obj, workload)
         self.daemon = DaemonTemplate.of(obj)
         self.template = self.daemon.template
         self.by_node: dict[str, SimPod] = {}
@@ -466,19 +442,19 @@ class DaemonSetController(Controller):
         return self.daemon.should_run(node)
 
     def _create(self, node: str) -> None:
-        raw = self.daemon.pod(f"{self.name}-{self.engine.random_suffix()}", self.name, self.namespace, self.uid, node)
+        raw = self.daemon.pod(self.name, self.namespace, self.uid, node)
         prev = self.by_node.get(node)
-        sp = self.engine.create_pod(raw, self, f"{self.workload}@{node}", -1, prev.key if prev is not None else None)
+        sp = self.manager.create_pod(raw, self, f"{self.workload}@{node}", -1, prev.key if prev is not None else None)
         self.by_node[node] = sp
 
     def reconcile(self) -> None:
-        for node in self.engine.node_objects():
+        for node in self.manager.node_objects():
             cur = self.by_node.get(node.name)
             if self.should_run(node):
                 if cur is None or cur.terminating or cur.phase in ("Succeeded", "Failed"):
                     self._create(node.name)
             elif cur is not None and not cur.terminating and cur.phase not in ("Succeeded", "Failed"):
-                self.engine.delete_pod(cur, component="controller", reason="NodeNotEligible", grace=None)
+                self.manager.delete_pod(cur, component="controller", reason="NodeNotEligible", grace=None)
 
     def adopt(self, sp: SimPod) -> None:
         self.pods[sp.key] = sp
@@ -518,8 +494,8 @@ def _tolerated(tolerations: tuple[Toleration, ...], taint: Taint) -> bool:
 class JobController(Controller):
     kind = "Job"
 
-    def __init__(self, engine: Engine, obj: dict[str, Any], workload: str, run_seconds: float) -> None:
-        super().__init__(engine, obj, workload)
+    def __init__(self, manager: ControllerManager, obj: dict[str, Any], workload: str, run_seconds: float) -> None:
+        super().__init__(manager, obj, workload)
         spec = obj.get("spec") or {}
         self.parallelism = int(spec.get("parallelism", 1) if spec.get("parallelism") is not None else 1)
         c = spec.get("completions")
@@ -534,8 +510,8 @@ class JobController(Controller):
 
     def _create(self) -> None:
         ordinal, freed_by = self.take_ordinal()
-        raw = job_pod(self.template, f"{self.name}-{self.engine.random_suffix()}", self.name, self.namespace, self.uid)
-        sp = self.engine.create_pod(raw, self, self.identity(ordinal), ordinal, freed_by)
+        raw = job_pod(self.template, self.name, self.namespace, self.uid)
+        sp = self.manager.create_pod(raw, self, self.identity(ordinal), ordinal, freed_by)
         sp.run_seconds = self.run_seconds
 
     def reconcile(self) -> None:
@@ -543,13 +519,13 @@ class JobController(Controller):
             return
         if self.completions is not None and self.succeeded >= self.completions:
             self.finished = "Complete"
-            self.engine.job_finished(self, self.finished)
+            self.manager.job_finished(self, self.finished)
             return
         if self.failed > self.backoff_limit:
             self.finished = "Failed"
-            self.engine.job_finished(self, self.finished)
+            self.manager.job_finished(self, self.finished)
             for sp in self.active():
-                self.engine.delete_pod(sp, component="controller", reason="BackoffLimitExceeded", grace=None)
+                self.manager.delete_pod(sp, component="controller", reason="BackoffLimitExceeded", grace=None)
             return
         active = len(self.active())
         want = self.parallelism
@@ -559,7 +535,7 @@ class JobController(Controller):
             want = 0
             if active == 0:
                 self.finished = "Complete"
-                self.engine.job_finished(self, self.finished)
+                self.manager.job_finished(self, self.finished)
                 return
         for _ in range(want - active):
             self._create()
@@ -605,16 +581,16 @@ class BarePodController(Controller):
     def start(self) -> None:
         raw = copy.deepcopy(self.obj)
         _map_at(raw, "metadata")["namespace"] = self.namespace
-        self.engine.create_pod(raw, self, self.workload, 0, None)
+        self.manager.create_pod(raw, self, self.workload, 0, None)
 
 
 class ImplicitController(Controller):
     """Snapshot pods whose controller is not described: keep their number, recreating from a pod's spec."""
 
-    def __init__(self, engine: Engine, kind: str, namespace: str, name: str, uid: str, template_pod: dict[str, Any],
+    def __init__(self, manager: ControllerManager, kind: str, namespace: str, name: str, uid: str, template_pod: dict[str, Any],
                  workload: str) -> None:
         self.kind = kind
-        super().__init__(engine, {"metadata": {"name": name, "namespace": namespace, "uid": uid}}, workload)
+        super().__init__(manager, {"metadata": {"name": name, "namespace": namespace, "uid": uid}}, workload)
         raw = copy.deepcopy(template_pod)
         raw.pop("status", None)
         meta = raw.get("metadata") or {}
@@ -637,14 +613,14 @@ class ImplicitController(Controller):
         if self.kind == "StatefulSet":
             meta["name"] = replaces.pod.name
         else:
-            meta["name"] = f"{self.name}-{self.engine.random_suffix()}"
+            meta["generateName"] = f"{self.name}-"
         meta["namespace"] = self.namespace
         raw["kind"] = "Pod"
         if self.daemon and replaces.node:
             aff = _map_at(_map_at(raw["spec"], "affinity"), "nodeAffinity")
             aff["requiredDuringSchedulingIgnoredDuringExecution"] = {"nodeSelectorTerms": [
                 {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [replaces.node]}]}]}
-        self.engine.create_pod(raw, self, replaces.identity, replaces.ordinal, replaces.key)
+        self.manager.create_pod(raw, self, replaces.identity, replaces.ordinal, replaces.key)
 
     def pod_terminating(self, sp: SimPod) -> None:
         if self.kind not in ("StatefulSet",):
@@ -658,16 +634,3 @@ class ImplicitController(Controller):
         super().pod_gone(sp)
         if self.kind == "StatefulSet" or (not sp.terminating and sp.phase not in ("Succeeded", "Failed")):
             self._create(sp)
-
-
-def selector_of(obj: dict[str, Any]) -> Any:
-    sel = (obj.get("spec") or {}).get("selector")
-    return parse_label_selector(sel, "spec.selector") if isinstance(sel, dict) else None
-
-
-@dataclass(slots=True)
-class ControllerSet:
-    """Every controller of a run, and which top-level workload each pod belongs to."""
-
-    controllers: dict[str, Controller] = field(default_factory=dict)
-    by_workload: dict[str, Controller] = field(default_factory=dict)

@@ -30,6 +30,7 @@ from typing import Any
 
 from kubesched.api.defaulting import admit_pod, default_workload
 from kubesched.api.documents import read_documents
+from kubesched.api.hashing import stable_hash64
 from kubesched.api.objects import GenericObject, Pod, PriorityClass, parse_pod
 from kubesched.api.selectors import LabelSelector, parse_label_selector
 from kubesched.api.snapshot import Snapshot, iter_objects
@@ -37,7 +38,6 @@ from kubesched.api.validation import check_create
 from kubesched.diagnostics import warn
 from kubesched.errors import InputError
 from kubesched.sim import controllers as ctl
-from kubesched.sim.units import stable_hash64
 
 EXPANDED_KINDS = ("Deployment", "ReplicaSet", "ReplicationController", "StatefulSet", "DaemonSet", "Job")
 # A bound on the pods one snapshot may ask for (10x the pods of the largest supported cluster, 150,000), so a
@@ -252,8 +252,7 @@ def expand_workloads(snap: Snapshot, file: str, now: datetime, seed: int = 0) ->
         raws: list[dict[str, Any]] = []
         if plan.kind in ("ReplicaSet", "ReplicationController"):
             for _ in range(plan.missing):
-                name = unique(plan.namespace, plan.name)
-                raws.append(ctl.owned_pod(template, name, plan.namespace, plan.kind, plan.name, plan.uid))
+                raws.append(ctl.owned_pod(template, plan.namespace, plan.kind, plan.name, plan.uid))
         elif plan.kind == "StatefulSet":
             revision = ctl.statefulset_revision(plan.name, template)
             for i in plan.ordinals:
@@ -262,12 +261,16 @@ def expand_workloads(snap: Snapshot, file: str, now: datetime, seed: int = 0) ->
         elif plan.kind == "DaemonSet":
             assert plan.daemon is not None
             for node in plan.nodes:
-                name = unique(plan.namespace, plan.name)
-                raws.append(plan.daemon.pod(name, plan.name, plan.namespace, plan.uid, node))
+                raws.append(plan.daemon.pod(plan.name, plan.namespace, plan.uid, node))
         else:
             for _ in range(plan.missing):
-                name = unique(plan.namespace, plan.name)
-                raws.append(ctl.job_pod(template, name, plan.name, plan.namespace, plan.uid))
+                raws.append(ctl.job_pod(template, plan.name, plan.namespace, plan.uid))
+        for i, raw in enumerate(raws):
+            meta = dict(raw["metadata"])
+            if "generateName" in meta and not meta.get("name"):
+                # What the API server does with generateName: the prefix and five random characters.
+                meta["name"] = unique(plan.namespace, str(meta["generateName"]).rstrip("-"))
+            raws[i] = {**raw, "metadata": meta}
         first: Pod | None = None
         for raw in raws:
             pod = _create(raw, classes, stamp, file, obj_name, first)
@@ -323,23 +326,30 @@ def pod_template(path: str, classes: dict[str, PriorityClass], now: datetime) ->
         template = raw.get("template")
         if not isinstance(template, dict):
             raise InputError("Required value", file=path, obj=obj_name, field="template")
-        pod = ctl.owned_pod(template, name, namespace, "PodTemplate", name, "")
+        pod = ctl.owned_pod(template, namespace, "PodTemplate", name, "")
         pod["metadata"].pop("ownerReferences", None)
-        return _create(pod, classes, now.strftime("%Y-%m-%dT%H:%M:%SZ"), path, obj_name, None)
+        return _create(_named(pod, f"{name}-0"), classes, now.strftime("%Y-%m-%dT%H:%M:%SZ"), path, obj_name, None)
     generic = GenericObject(kind, str(raw.get("apiVersion") or ""), None, raw)
     obj = _defaulted(generic, path, obj_name)
     uid = _owner_uid(kind, namespace, name, meta.get("uid"))
     template = obj["spec"]["template"]
     if kind == "Deployment":
         rs = ctl.deployment_replicaset(obj, name, namespace, uid)
-        pod = ctl.owned_pod(rs["spec"]["template"], f"{rs['metadata']['name']}-0", namespace, "ReplicaSet",
-                            rs["metadata"]["name"], _owner_uid("ReplicaSet", namespace, rs["metadata"]["name"], None))
+        rs_name = rs["metadata"]["name"]
+        pod = ctl.owned_pod(rs["spec"]["template"], namespace, "ReplicaSet", rs_name,
+                            _owner_uid("ReplicaSet", namespace, rs_name, None))
     elif kind in ("ReplicaSet", "ReplicationController"):
-        pod = ctl.owned_pod(template, f"{name}-0", namespace, kind, name, uid)
+        pod = ctl.owned_pod(template, namespace, kind, name, uid)
     elif kind == "StatefulSet":
         pod = ctl.statefulset_pod(template, name, namespace, uid, 0, ctl.statefulset_revision(name, template))
     elif kind == "DaemonSet":
-        pod = ctl.owned_pod(ctl.DaemonTemplate.of(obj).template, f"{name}-0", namespace, kind, name, uid)
+        pod = ctl.owned_pod(ctl.DaemonTemplate.of(obj).template, namespace, kind, name, uid)
     else:
-        pod = ctl.job_pod(template, f"{name}-0", name, namespace, uid)
-    return _create(pod, classes, now.strftime("%Y-%m-%dT%H:%M:%SZ"), path, obj_name, None)
+        pod = ctl.job_pod(template, name, namespace, uid)
+    generated = pod["metadata"].get("generateName")
+    return _create(_named(pod, f"{generated}0" if generated else pod["metadata"]["name"]), classes,
+                   now.strftime("%Y-%m-%dT%H:%M:%SZ"), path, obj_name, None)
+
+
+def _named(pod: dict[str, Any], name: str) -> dict[str, Any]:
+    return {**pod, "metadata": {**pod["metadata"], "name": name}}

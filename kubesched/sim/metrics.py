@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from kubesched.descheduler.metricscollector import MetricsCollector
 from kubesched.metrics.base import (
     AVERAGE,
     CPU_TYPE,
@@ -28,11 +29,14 @@ from kubesched.metrics.base import (
     STD,
     Metric,
     Metrics,
+    MetricsFeed,
     MetricsSource,
     NodeUsage,
     PodUsage,
     Window,
 )
+from kubesched.sim.context import ORDER_SAMPLE, Sim
+from kubesched.sim.node_usage import ResourceUsage
 from kubesched.sim.scenario import MetricsView
 from kubesched.sim.units import format_duration
 
@@ -253,3 +257,97 @@ def smooth(prev: np.ndarray, value: np.ndarray, seen: np.ndarray) -> np.ndarray:
 
 def epoch_datetime(epoch: float, t: float) -> datetime:
     return datetime.fromtimestamp(epoch + t, UTC)
+
+
+class MetricsDriver:
+    """Scrapes usage into the pipeline every sampling interval, and serves what consumers read of it:
+    the load-watcher source Trimaran polls, koordlet's NodeMetric reports (a MetricsFeed for
+    LoadAwareScheduling, a reading for LowNodeLoad), and the descheduler's MetricsCollector (node usage
+    from metrics-server, smoothed every poll)."""
+
+    def __init__(self, sim: Sim, usage: ResourceUsage) -> None:
+        self.sim = sim
+        self.usage = usage
+        ms = sim.scenario.metrics
+        self.spec = ms
+        horizon = max(v.window + v.delay for v in (ms.default, ms.metrics_server, ms.load_watcher, ms.koordlet))
+        self.pipeline = MetricsPipeline(ms.sampling_interval, horizon)
+        self.load_watcher = SimMetricsSource(self.pipeline, ms.load_watcher, sim.epoch, usage.node_info_list,
+                                             None, "load-watcher", watcher_form=True)
+        self.koordlet = SimMetricsSource(self.pipeline, ms.koordlet, sim.epoch, usage.node_info_list,
+                                         usage.running_pods, "koordlet", watcher_form=False)
+        self.koordlet_feed = MetricsFeed()
+        self.ema_cpu = np.zeros(0)
+        self.ema_mem = np.zeros(0)
+        self.ema_seen = np.zeros(0, dtype=bool)
+        self._poll_cache: tuple[Any, np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def sample(self) -> None:
+        u = self.usage
+        u.current()
+        n = u.n
+        present = u.col("present")
+        node_cpu = np.where(present, u.col("cpu"), np.nan)
+        node_mem = np.where(present, u.col("mem") + u.system_reserved_memory, np.nan)
+        slots = u.slots
+        last = self.pipeline.samples[-1] if self.pipeline.samples else None
+        if last is not None and last.version == u.version and len(last.node_cpu) == n:
+            sample = Sample(self.sim.t, last.node_cpu, last.node_mem, last.slot_cpu, last.slot_mem, last.slot_key,
+                            u.version)
+        else:
+            sample = Sample(self.sim.t, node_cpu, node_mem, slots["cpu"].copy(), slots["mem"].copy(),
+                            slots["serial"].copy(), u.version)
+        self.pipeline.add(sample)
+        self.sim.push(self.sim.t + self.pipeline.sampling_interval, ORDER_SAMPLE, self.sample)
+
+    def koordlet_report(self) -> None:
+        self.koordlet_feed.set_metrics(self.koordlet.fetch(self.sim.now_dt()))
+        self.sim.push(self.sim.t + self.spec.watcher_refresh, ORDER_SAMPLE, self.koordlet_report)
+
+    def collector_poll(self) -> None:
+        """The descheduler's MetricsCollector: smoothed node usage from metrics-server every poll."""
+        nv = self.pipeline.node_view(self.spec.metrics_server, self.sim.t)
+        if nv is not None:
+            n = len(nv.cpu)
+            if len(self.ema_cpu) < n:
+                self.ema_cpu = _grown(self.ema_cpu, n)
+                self.ema_mem = _grown(self.ema_mem, n)
+                seen = np.zeros(n, dtype=bool)
+                seen[: len(self.ema_seen)] = self.ema_seen
+                self.ema_seen = seen
+            cached = self._poll_cache
+            if cached is None or cached[0] is not nv:
+                have = ~np.isnan(nv.cpu)
+                cpu = np.ceil(np.where(have, nv.cpu, 0.0))
+                mem = np.ceil(np.where(have, nv.mem, 0.0))
+                cached = self._poll_cache = (nv, have, cpu, mem)
+            _, have, cpu, mem = cached
+            seen = self.ema_seen[:n] & have
+            self.ema_cpu[:n] = np.where(have, smooth(self.ema_cpu[:n], cpu, seen), self.ema_cpu[:n])
+            self.ema_mem[:n] = np.where(have, smooth(self.ema_mem[:n], mem, seen), self.ema_mem[:n])
+            self.ema_seen[:n] |= have
+        self.sim.push(self.sim.t + self.spec.descheduler_poll, ORDER_SAMPLE, self.collector_poll)
+
+    def metrics_collector(self) -> MetricsCollector:
+        u = self.usage
+        present = u.nodes["present"]
+        nodes = {name: {"cpu": int(self.ema_cpu[nid]), "memory": int(self.ema_mem[nid])}
+                 for name, nid in u.node_ids.items()
+                 if present[nid] and nid < len(self.ema_seen) and self.ema_seen[nid]}
+        view = self.pipeline.node_view(self.spec.metrics_server, self.sim.t)
+        pods = self.sim.pods
+
+        def locate(key: str) -> tuple[int, int] | None:
+            sp = pods.get(key)
+            if sp is None or sp.slot < 0:
+                return None
+            return sp.slot, sp.serial
+
+        return MetricsCollector.from_usage(
+            nodes, LazyPodMetrics(view, locate, lambda: [sp.key for sp in pods.values() if sp.slot >= 0]))
+
+
+def _grown(a: np.ndarray, n: int) -> np.ndarray:
+    b = np.zeros(n)
+    b[: len(a)] = a
+    return b

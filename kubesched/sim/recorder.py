@@ -8,12 +8,18 @@ scenario's hotThreshold; hot-node minutes add up hot nodes × recording interval
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from kubesched.cluster.events import Cause, Event, EventType
+from kubesched.sim.context import Sim
 from kubesched.sim.loops import Binding, Eviction, LoopFinding, find_loops
+from kubesched.sim.node_usage import ResourceUsage
+from kubesched.sim.pods import SimPod
+from kubesched.sim.trace_pods import TracePods
 
 
 @dataclass(slots=True)
@@ -154,3 +160,64 @@ def _round(x: float) -> float:
     if math.isnan(x) or math.isinf(x):
         return x
     return float(f"{x:.6g}")
+
+
+class Recording:
+    """Feeds the Recorder: bindings and their latency, preemption's evictions, and the periodic sample of
+    node utilisation, pending and running pods and cluster allocation."""
+
+    def __init__(self, sim: Sim, usage: ResourceUsage, traces: TracePods, queue_length: Callable[[], int]) -> None:
+        self.sim = sim
+        self.rec = sim.rec
+        self.usage = usage
+        self.traces = traces
+        self.queue_length = queue_length
+        self._row_map_gen = -1
+        self._row_of_nid = np.zeros(0, dtype=np.int64)
+
+    def pod_changed(self, sp: SimPod, ev: Event) -> None:
+        t = self.sim.t
+        if ev.type is EventType.BOUND:
+            self.rec.latencies.append(t - sp.created)
+            self.rec.bindings.append(Binding(t, sp.key, sp.workload, ev.node, sp.created))
+        elif (ev.type is EventType.UPDATED and ev.cause is Cause.PREEMPTION and ev.obj.is_terminating
+              and (ev.old is None or not ev.old.is_terminating)):
+            self.rec.evictions.append(Eviction(t, sp.key, sp.workload, sp.node, "scheduler", "Preempted"))
+
+    def record(self) -> None:
+        sim, u = self.sim, self.usage
+        u.current()
+        n = u.n
+        present = u.col("present")
+        alloc_cpu, alloc_mem = u.col("alloc_cpu"), u.col("alloc_mem")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cpu = np.where(present & (alloc_cpu > 0), u.col("cpu") / alloc_cpu, np.nan)
+            mem = np.where(present & (alloc_mem > 0), u.col("mem") / alloc_mem, np.nan)
+        cluster = sim.cluster
+        table = cluster.table
+        if self._row_map_gen != cluster.node_generation or len(self._row_of_nid) != n:
+            rows_of = np.full(n, -1, dtype=np.int64)
+            for info in cluster.node_infos:
+                nid = u.node_ids.get(info.name)
+                if nid is not None:
+                    rows_of[nid] = info.index
+            self._row_of_nid = rows_of
+            self._row_map_gen = cluster.node_generation
+        req = np.full(n, np.nan)
+        col = table.column.get("cpu")
+        ok = (self._row_of_nid >= 0) & (alloc_cpu > 0)
+        if col is not None and ok.any():
+            req[ok] = table.requested[self._row_of_nid[ok], col] / alloc_cpu[ok]
+        allocation: dict[str, float] = {}
+        rows = table.n
+        arrived = self.traces.arrived
+        for res in ["cpu", "memory"] + [r for r in self.traces.resources if r not in ("cpu", "memory")]:
+            c = table.column.get(res)
+            if c is None:
+                continue
+            total = float(table.alloc[:rows, c].sum())
+            if total > 0:
+                allocation[res] = float(table.requested[:rows, c].sum()) / total
+                if res in arrived:
+                    allocation[f"{res}_arrived"] = arrived[res] / total
+        self.rec.record(sim.t, cpu, mem, req, self.queue_length(), int(u.slots["live"].sum()), allocation)

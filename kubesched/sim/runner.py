@@ -67,11 +67,12 @@ def check_variant(s: Scenario, v: VariantSpec) -> None:
     from kubesched.cluster.state import ClusterState
     from kubesched.config.kubelet_config import parse_kubelet_config
     from kubesched.config.scheduler_config import default_config, parse_scheduler_config
+    from kubesched.scheduler.framework import SchedulerServices
     from kubesched.scheduler.scheduler import Scheduler
 
     src = v.scheduler or s.scheduler
     cfg = parse_scheduler_config(src.raw, src.source) if src else default_config()
-    Scheduler(ClusterState(), cfg, seed=s.seed, extra={"now": s.start})
+    Scheduler(ClusterState(), cfg, seed=s.seed, services=SchedulerServices(start=s.start))
     served = {p.scheduler_name for p in cfg.profiles}
     for who, name in _scheduler_names(s):
         if name not in served:

@@ -388,6 +388,23 @@ class VariantSpec:
     description: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class ReplaySpec:
+    """Pods as a recording saw them (`kubesched capture`): which node each ran on, and when it was first and
+    last seen. See kubesched/sim/replay.py."""
+
+    file: str
+    namespace: str  # column names
+    name: str
+    node: str
+    start: str
+    end: str
+    owner: str  # optional column: Kind/name of the pod's controller
+    time_unit: float
+    placement: str  # recorded | scheduler
+    where: str
+
+
 @dataclass(slots=True)
 class Scenario:
     name: str
@@ -411,6 +428,7 @@ class Scenario:
     report: ReportSpec
     variants: list[VariantSpec]
     description: str = ""
+    replay: ReplaySpec | None = None
 
     def workload_keys(self) -> list[str]:
         return [w.key for w in self.workloads]
@@ -871,7 +889,29 @@ def _variants(items: list[Any], where: str, base: Path, file: str, interval: flo
 
 
 SPEC_FIELDS = ("description", "duration", "seed", "start", "usageStep", "startupDelay", "cluster", "workloads",
-               "usage", "usageTraces", "scheduler", "descheduler", "kubelet", "metrics", "events", "report", "variants")
+               "usage", "usageTraces", "scheduler", "descheduler", "kubelet", "metrics", "events", "report", "variants",
+               "replay")
+REPLAY_PLACEMENTS = ("recorded", "scheduler")
+
+
+def _replay(raw: Any, where: str, base: Path, file: str, has_snapshot: bool) -> ReplaySpec | None:
+    if raw is None:
+        return None
+    o = Obj(raw, where, ("pods", "columns", "timeUnit", "placement"), file)
+    path = _resolve(base, o.string("pods", required=True))
+    if not path.exists():
+        raise o.err("pods", f"file {o.string('pods')!r} does not exist")
+    if path.suffix.lower() not in (".csv", ".parquet", ".pq"):
+        raise o.err("pods", f"expected a .csv or .parquet file, got {path.name!r}")
+    if not has_snapshot:
+        raise o.err("pods", "a replay needs spec.cluster.snapshot (the captured objects the pods come from)")
+    c = o.obj("columns", ("namespace", "name", "node", "start", "end", "owner"))
+    placement = o.string("placement", "recorded")
+    if placement not in REPLAY_PLACEMENTS:
+        raise o.err("placement", f"expected one of {', '.join(REPLAY_PLACEMENTS)}, got {placement!r}")
+    return ReplaySpec(str(path), c.string("namespace", "namespace"), c.string("name", "pod"), c.string("node", "node"),
+                      c.string("start", "start"), c.string("end", "end"), c.string("owner", "owner"),
+                      o.number("timeUnit", 1.0, 0.0), placement, where)
 
 
 def parse_scenario(doc: Any, path: str) -> Scenario:
@@ -961,7 +1001,8 @@ def parse_scenario(doc: Any, path: str) -> Scenario:
         usage_step=usage_step, startup_delay=spec.duration("startupDelay", 5.0), cluster=cluster,
         workloads=workloads, pod_traces=pod_traces, usage_rules=usage_rules, usage_traces=usage_traces,
         scheduler=scheduler, descheduler=descheduler, kubelet=kubelet, metrics=metrics, events=events,
-        report=report, variants=variants, description=spec.string("description"))
+        report=report, variants=variants, description=spec.string("description"),
+        replay=_replay(spec.raw.get("replay"), spec.f("replay"), base, file, snapshot is not None))
     _check_events(scenario)
     return scenario
 

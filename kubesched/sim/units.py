@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 from fractions import Fraction
 from typing import Any
@@ -80,12 +79,3 @@ def quantity_in(value: Any, field: str) -> Fraction:
         return parse_quantity(value)
     except (ValueError, TypeError):
         raise InputError(f"expected a quantity such as 250m or 1Gi, got {value!r}", field=field) from None
-
-
-def stable_hash64(*parts: Any) -> int:
-    """A 64-bit hash of the parts that is the same in every process and run (unlike hash())."""
-    h = hashlib.blake2b(digest_size=8)
-    for p in parts:
-        h.update(str(p).encode())
-        h.update(b"\x00")
-    return int.from_bytes(h.digest(), "little")

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kubesched.api.hashing import stable_hash64
 from kubesched.sim.scenario import ModelSpec
-from kubesched.sim.units import stable_hash64
 
 CONSTANT, DIURNAL, RANDOM_WALK, SPIKES, TRACE = 0, 1, 2, 3, 4
 CODES = {"constant": CONSTANT, "diurnal": DIURNAL, "randomWalk": RANDOM_WALK, "spikes": SPIKES}
@@ -61,12 +61,12 @@ class TraceGrid:
     names: list[str]
     cpu: np.ndarray | None  # millicores
     memory: np.ndarray | None  # bytes
+    positions: dict[str, int] | None = None
 
     def index(self, name: str) -> int | None:
-        try:
-            return self.names.index(name)
-        except ValueError:
-            return None
+        if self.positions is None:
+            self.positions = {n: i for i, n in enumerate(self.names)}
+        return self.positions.get(name)
 
 
 class _Resource:

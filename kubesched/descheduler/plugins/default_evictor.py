@@ -281,7 +281,7 @@ class DefaultEvictor(EvictorPlugin):
         # many times per cycle).
         # Kept by object id (no per-pod allocation, which would keep the cyclic GC busy on big clusters).
         cluster = self.handle.cluster
-        stamp = (self.handle.extra.get("cycle"), cluster.pod_generation, cluster.node_generation, len(cluster.pods),
+        stamp = (self.handle.services.cycle, cluster.pod_generation, cluster.node_generation, len(cluster.pods),
                  self.handle.now)
         if stamp != self._verdict_stamp:
             self._verdicts = {}

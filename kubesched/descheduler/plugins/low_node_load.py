@@ -555,7 +555,7 @@ class LowNodeLoad(BalancePlugin):
 
     def metrics(self) -> Metrics | None:
         """--metrics (another format), else the usage objects of the snapshot and of --metrics."""
-        given = self.handle.extra.get("metrics")
+        given = self.handle.services.usage
         if isinstance(given, Metrics):
             m = given
         else:
@@ -563,10 +563,10 @@ class LowNodeLoad(BalancePlugin):
             from kubesched.metrics.kubernetes_metrics import metrics_from_objects, snapshot_metrics
 
             parts = []
-            snap = snapshot_metrics(self.handle.extra.get("snapshot"))
+            snap = snapshot_metrics(self.handle.services.snapshot)
             if snap is not None:
                 parts.append(snap)
-            objects = self.handle.extra.get("metric_objects")
+            objects = self.handle.services.metric_objects
             if objects:
                 parts.append(metrics_from_objects(objects, source="--metrics"))
             if not parts:

@@ -180,7 +180,7 @@ class ActualUsageClient:
 class PrometheusClient(Protocol):
     """What the Prometheus usage source needs: the query's per-node result, each value in [0, 1].
 
-    The load-aware helper provides one as `handle.extra["prometheus_client"]` (a live client, or a
+    The load-aware helper provides one as `handle.services.prometheus_client` (a live client, or a
     recorded result); without it the source fails as upstream's does without a client.
     """
 
@@ -476,12 +476,12 @@ def make_usage_client(plugin: str, handle: Handle, metrics_utilization: dict[str
                              "in the policy)")
         return ActualUsageClient(cluster, names, handle.metrics)
     if source == PROMETHEUS_METRICS:
-        client = handle.extra.get("prometheus_client")
+        client = handle.services.prometheus_client
         if client is None:
             # The policy's Prometheus metrics provider, queried at the cycle's time (kubesched.metrics.prometheus).
             from kubesched.metrics.prometheus import descheduler_client
 
-            client = descheduler_client(handle.extra.get("policy"), handle.extra.get("snapshot"), handle.now)
+            client = descheduler_client(handle.services.policy, handle.services.snapshot, handle.now)
         if client is None:
             raise UsageError("prometheus client not initialized")
         return PrometheusUsageClient(cluster, client, str((metrics_utilization.get("prometheus") or {}).get("query", "")))

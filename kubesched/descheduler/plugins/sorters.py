@@ -56,7 +56,7 @@ class ActualUsageSort(SortPlugin):
         self.descending = self.args.get("order", "Descending") == "Descending"
 
     def sort(self, pods: list[Pod]) -> list[Pod]:
-        collector = self.handle.extra.get("metrics_collector") or self.handle.metrics
+        collector = self.handle.services.metrics_collector or self.handle.metrics
         if collector is None:
             return list(pods)
 

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from kubesched.api.objects import Pod
-from kubesched.scheduler.framework import BindPlugin, CycleState, Status
+from kubesched.client.interface import ApiError
+from kubesched.scheduler.framework import BindPlugin, Code, CycleState, Status
 
 
 class DefaultBinder(BindPlugin):
     name = "DefaultBinder"
 
     def bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
-        # The scheduler assumed the pod on the node already; the binding confirms it.
-        self.handle.cluster.bind(pod, node_name)
+        try:
+            self.handle.client.bind(pod, node_name)
+        except ApiError as e:
+            # A 409 (bound by someone else) or any refusal: the binding cycle fails and the pod is forgotten.
+            return Status(Code.ERROR, [f"binding rejected: {e.message}"])
         return Status()

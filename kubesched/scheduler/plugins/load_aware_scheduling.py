@@ -17,9 +17,9 @@ optimisation); a node whose metrics are older than `nodeMetricExpirationSeconds`
 Score: the weighted mean over resources of (allocatable - estimated) × 100 / allocatable (integer
 arithmetic), plus `dominantResourceWeight` × the smallest of them; 0 for nodes without fresh metrics.
 
-Usage comes from the scheduler Handle's `extra["metrics"]`, else the snapshot: koordinator NodeMetric
+Usage comes from the scheduler Handle's `services.metrics`, else the snapshot: koordinator NodeMetric
 objects (slo.koordinator.sh) or metrics.k8s.io NodeMetrics/PodMetrics (update time = the NodeMetrics
-timestamp, report interval 60 s). `extra["metrics"]` is either a fixed `Metrics` reading (`--metrics`),
+timestamp, report interval 60 s). `services.metrics` is either a fixed `Metrics` reading (`--metrics`),
 read once, or a `MetricsFeed` (kubesched.metrics.base) whose `latest()` reading the plugin asks for every
 time it needs usage — koordlet reporting a new NodeMetric is the feed owner's `set_metrics` call.
 """
@@ -377,7 +377,7 @@ class LoadAwareScheduling(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlu
     def metrics(self) -> Metrics | None:
         """The NodeMetric reading to judge by: a MetricsFeed's latest (asked every time), else the fixed
         reading of `--metrics` or the snapshot (read once)."""
-        given = self.handle.extra.get("metrics")
+        given = self.handle.services.metrics
         if isinstance(given, MetricsFeed):
             latest = given.latest()
             if latest is not self._reading:
@@ -390,7 +390,7 @@ class LoadAwareScheduling(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlu
             else:
                 from kubesched.metrics.kubernetes_metrics import snapshot_metrics
 
-                self._use(snapshot_metrics(self.handle.extra.get("snapshot")))
+                self._use(snapshot_metrics(self.handle.services.snapshot))
         return self._reading
 
     def _use(self, m: Metrics | None) -> None:
@@ -403,7 +403,7 @@ class LoadAwareScheduling(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlu
 
     def _now(self) -> float:
         """The moment metric freshness is judged at (a capture replayed without --now: its own moment)."""
-        return reference_time(clock_datetime(self.handle.now(), self.handle.extra.get("now")), self.metrics())
+        return reference_time(clock_datetime(self.handle.now(), self.handle.services.start), self.metrics())
 
     def node_state(self, node: Node) -> NodeState:
         """The node's metric and the sums over its assigned pods (podAssignCache's nodeInfo)."""

@@ -3,16 +3,16 @@
 Sources, first that applies (upstream has only the plugin's own TrimaranSpec; the Handle's services are
 how kubesched replays a capture or plugs in a simulated load-watcher):
 
-1. The Handle's `extra["load_watcher"]`: a `MetricsSource` the caller runs (the simulator's load-watcher
+1. The Handle's `services.load_watcher`: a `MetricsSource` the caller runs (the simulator's load-watcher
    view), polled like a live source below, in place of the one the args configure.
-2. The Handle's `extra["metrics"]`: a `Metrics` reading (`--metrics`), used as is; or a `MetricsFeed`,
+2. The Handle's `services.metrics`: a `Metrics` reading (`--metrics`), used as is; or a `MetricsFeed`,
    whose `latest()` reading is asked for every time (its owner calls `set_metrics` for each new one).
 3. `watcherAddress`: a load-watcher service, `GET <address>/watcher`.
 4. `metricProvider.type: Prometheus`: load-watcher's Prometheus queries against `metricProvider.address`.
 5. `metricProvider.type: KubernetesMetricsServer` (the default): the cluster's metrics-server at
    `metricProvider.address` when one is given, else the NodeMetrics objects in the snapshot.
 
-The Handle's services are read when the plugin is built (give them in the Scheduler's `extra`). Live
+The Handle's services are read when the plugin is built (give them in the Scheduler's `services`). Live
 sources are read again every 30 seconds of the scheduler's clock (metricsUpdateIntervalSeconds).
 A failed read keeps the previous reading, as upstream does; a first read that fails leaves the plugin
 without metrics, so every node scores the minimum (upstream logs "Metrics not available from watcher").
@@ -134,8 +134,8 @@ class Collector:
         self.spec = spec
         self.handle = handle
         self.plugin = plugin
-        given = handle.extra.get("metrics")
-        live = handle.extra.get("load_watcher")
+        given = handle.services.metrics
+        live = handle.services.load_watcher
         # Exactly one of: a live source polled every interval, a feed asked each time, a fixed reading.
         self.source: MetricsSource | None = live if isinstance(live, MetricsSource) else None
         self.feed: MetricsFeed | None = given if self.source is None and isinstance(given, MetricsFeed) else None
@@ -147,7 +147,7 @@ class Collector:
             if self.source is None:
                 from kubesched.metrics.kubernetes_metrics import snapshot_metrics
 
-                self._metrics = snapshot_metrics(handle.extra.get("snapshot"))
+                self._metrics = snapshot_metrics(handle.services.snapshot)
                 self._fixed = True
         self._columns_key: tuple[Any, ...] | None = None
         self._columns: Columns | None = None
@@ -158,7 +158,7 @@ class Collector:
 
     def now(self) -> datetime:
         """The scheduler's clock as a datetime (keeping the "nobody gave --now" mark)."""
-        return clock_datetime(self.handle.now(), self.handle.extra.get("now"))
+        return clock_datetime(self.handle.now(), self.handle.services.start)
 
     def metrics(self) -> Metrics | None:
         """The reading the formulas use now (a feed's latest, a live source's last, or the fixed one)."""
