@@ -51,7 +51,7 @@ def cluster() -> list[dict[str, Any]]:
         {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "apps"},
          "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}},
         {"apiVersion": "v1", "kind": "ReplicationController", "metadata": {"name": "rc", "namespace": "apps"},
-         "spec": {"replicas": 0, "selector": {"app": "rc"}, "template": tmpl}},
+         "spec": {"replicas": 0, "selector": {"app": "rc"}, "template": {**tmpl, "metadata": {"labels": {"app": "rc"}}}}},
         {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "apps", "uid": "d-uid"},
          "spec": {"replicas": 2, "selector": sel, "template": tmpl}},
         {"apiVersion": "apps/v1", "kind": "ReplicaSet",
