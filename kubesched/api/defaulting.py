@@ -22,10 +22,11 @@ controllers create go through what the API server would do on create:
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from kubesched.api.objects import PriorityClass
+from kubesched.api.objects import Pod, PriorityClass
 from kubesched.errors import InputError
 
 INT32_MAX = 2**31 - 1
@@ -108,11 +109,7 @@ def admit_priority(spec: dict[str, Any], classes: Mapping[str, PriorityClass], w
                 raise InputError(f"no PriorityClass with name {name!r} was found", field=f"{where}.priorityClassName")
             value, policy = pc.value, pc.preemption_policy or "PreemptLowerPriority"
     else:
-        default = None
-        for pc in classes.values():
-            # The globalDefault class with the lowest value wins when several claim it (as upstream).
-            if pc.global_default and (default is None or pc.value < default.value):
-                default = pc
+        default = _global_default(classes)
         if default is not None:
             spec["priorityClassName"] = default.meta.name
             value, policy = default.value, default.preemption_policy or "PreemptLowerPriority"
@@ -284,3 +281,41 @@ def default_workload(raw: dict[str, Any], where: str) -> dict[str, Any]:
         us.setdefault("type", "RollingUpdate")
         spec.setdefault("revisionHistoryLimit", 10)
     return obj
+
+
+def with_admitted_priority(pod: Pod, classes: Mapping[str, PriorityClass]) -> Pod:
+    """A stored pod as the Priority admission plugin left it: a pod written without spec.priority gets its
+    PriorityClass's value (the globalDefault class's when it names none; a system class's when the
+    snapshot does not define it). A pod naming a class the snapshot lacks keeps no priority (0)."""
+    if pod.priority is not None:
+        return pod
+    name = pod.priority_class_name
+    if name:
+        pc = classes.get(name)
+        if pc is not None:
+            value, policy = pc.value, pc.preemption_policy
+        elif name in SYSTEM_PRIORITY_CLASSES:
+            value, policy = SYSTEM_PRIORITY_CLASSES[name], None
+        else:
+            return pod
+    else:
+        default = _global_default(classes)
+        if default is None:
+            return pod
+        name, value, policy = default.meta.name, default.value, default.preemption_policy
+    spec = {**(pod.raw.get("spec") or {}), "priority": value, "priorityClassName": name}
+    preemption = pod.preemption_policy
+    if preemption is None:
+        preemption = policy or "PreemptLowerPriority"
+        spec["preemptionPolicy"] = preemption
+    return dataclasses.replace(pod, priority=value, priority_class_name=name, preemption_policy=preemption,
+                               raw={**pod.raw, "spec": spec})
+
+
+def _global_default(classes: Mapping[str, PriorityClass]) -> PriorityClass | None:
+    """The globalDefault class (the lowest value when several claim it, as the admission plugin picks)."""
+    default = None
+    for pc in classes.values():
+        if pc.global_default and (default is None or pc.value < default.value):
+            default = pc
+    return default

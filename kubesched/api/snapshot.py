@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kubesched.api.defaulting import with_admitted_priority
 from kubesched.api.documents import read_document, read_documents
 from kubesched.api.objects import (
     GenericObject,
@@ -167,6 +168,9 @@ def parse_objects(objects: list[dict[str, Any]], file: str, snap: Snapshot | Non
     if ignored:
         held = ", ".join(f"{n} {k}" for k, n in sorted(ignored.items()))
         warn(f"not read (no part of kubesched uses these kinds): {held}", file=file)
+    if snap.pods:
+        classes = {pc.meta.name: pc for pc in snap.priority_classes}
+        snap.pods = [with_admitted_priority(p, classes) for p in snap.pods]
     return snap
 
 

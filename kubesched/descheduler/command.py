@@ -149,9 +149,12 @@ def deschedule_command(snapshot: str | Any, policy: str, metrics: str | None, mi
         for w in warnings:
             warn(w)
     services.scheduler_config = sched_cfg
-    # A server-side dry run: evictions are answered (PDBs enforced only when asked) and nothing changes.
+    # By default a dry run that no server refuses: what upstream's plugin tests and its dry-run mode see
+    # (evicted pods stay as they were for the rest of the cycle). With --enforce-pdbs the evictions are
+    # made against the in-process API server (nothing leaves this process): each spends its PDB's budget
+    # and the evicted pod terminates, as in a real cluster.
     server = InProcessAPIServer(cluster, lambda: now.timestamp(), enforce_pdbs=enforce_pdbs)
-    d = Descheduler(cluster, pol, now=now, metrics=collector, client=server, dry_run=True,
+    d = Descheduler(cluster, pol, now=now, metrics=collector, client=server, dry_run=not enforce_pdbs,
                     min_ready_nodes=min_ready_nodes, services=services)
     # The snapshot's objects live through the cycle: keep the cyclic GC from rescanning them on every
     # collection (on a large cluster that scanning costs more than the cycle itself).

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from kubesched.api.objects import Pod, PodDisruptionBudget, parse_time
+from kubesched.client.interface import ApiError, KubeEvent, NotFound
 from kubesched.cluster.events import Cause
 from kubesched.cluster.state import NodeInfo
 from kubesched.errors import InputError
@@ -319,14 +320,31 @@ class Evaluator:
         return candidates[0]
 
     def prepare_candidate(self, c: Candidate, pod: Pod) -> Status:
-        """Delete the victims (those not already being deleted) and clear lower-priority nominations there."""
+        """prepareCandidate: each victim not already being deleted gets the DisruptionTarget condition
+        (PreemptionByScheduler), is deleted through the API (gracefully) and a Preempted event is recorded;
+        then the nominations of lower-priority pods on the node are cleared."""
         cluster = self.handle.cluster
+        client = self.handle.client
         for victim in c.victims.pods:
             if victim.meta.deletion_timestamp is not None:
                 # Graceful deletion already started: whoever deletes it finishes the job.
                 continue
             cur = cluster.pods.get(victim.key)
-            if cur is not None:
-                cluster.delete(cur, cause=Cause.PREEMPTION)
+            if cur is None:
+                continue
+            try:
+                conditions = [x for x in cur.status.get("conditions") or [] if isinstance(x, dict)
+                              and x.get("type") != "DisruptionTarget"]
+                conditions.append({"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
+                                   "message": f"{pod.scheduler_name}: preempting to accommodate a higher priority pod"})
+                cur = client.update_pod_status(cur, cause=Cause.PREEMPTION, conditions=conditions)
+                client.delete_pod(cur, cause=Cause.PREEMPTION)
+            except ApiError as e:
+                if not isinstance(e, NotFound):
+                    return Status(Code.ERROR, [f"preempting {victim.key}: {e.message}"])
+                continue
+            client.create_event(KubeEvent(f"Pod {victim.key}", "Preempted",
+                                          f"Preempted by pod {pod.uid} on node {c.name}",
+                                          component=pod.scheduler_name))
         self._clear_nomination(self.lower_priority_nominated_pods(pod, c.name))
         return Status()
