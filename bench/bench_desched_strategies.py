@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 
 from kubesched.api.objects import parse_node, parse_pod
 from kubesched.api.snapshot import Snapshot
+from kubesched.client.inprocess import InProcessAPIServer
 from kubesched.cluster.state import ClusterState
 from kubesched.descheduler.evictor import PodEvictor, ProfileEvictor
 from kubesched.descheduler.framework import Handle
@@ -79,16 +80,17 @@ def main() -> None:
     # The long-lived objects of the cluster need no cyclic GC passes during the cycle.
     gc.collect()
     gc.freeze()
-    pe = PodEvictor(cluster)
+    # Dry-run evictions through an in-process API server that enforces no PDB (what `kubesched deschedule` does).
+    pe = PodEvictor(InProcessAPIServer(cluster, enforce_pdbs=False))
     handle = Handle(cluster=cluster, evictor=None, now=datetime(2024, 1, 2, tzinfo=UTC), profile="bench")  # type: ignore[arg-type]
-    de = DefaultEvictor({}, handle)
+    de = DefaultEvictor(DefaultEvictor.Args(), handle)
     handle.evictor = ProfileEvictor("bench", pe, [de], [de])
     nodes = list(cluster.nodes.values())
     total = 0.0
     for cls in (RemoveDuplicates, RemovePodsViolatingTopologySpreadConstraint):
         before = len(pe.records)
         t = time.process_time()
-        cls(dict(cls.default_args()), handle).balance(nodes)
+        cls(cls.Args(), handle).balance(nodes)
         dt = time.process_time() - t
         total += dt
         print(f"{cls.name}: {dt:.3f}s CPU, {len(pe.records) - before} evictions")

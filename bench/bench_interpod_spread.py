@@ -21,6 +21,7 @@ from scheduler_perf import ZONE, ZONES3, node_default, with_pod_anti_affinity, w
 
 from kubesched.api.objects import parse_node, parse_pod  # noqa: E402
 from kubesched.cluster.state import ClusterState  # noqa: E402
+from kubesched.config.plugin_args import build_args
 from kubesched.scheduler.framework import CycleState, Handle  # noqa: E402
 from kubesched.scheduler.plugins.inter_pod_affinity import InterPodAffinity  # noqa: E402
 from kubesched.scheduler.plugins.pod_topology_spread import PodTopologySpread  # noqa: E402
@@ -46,7 +47,7 @@ def main() -> None:
     print(f"{args.nodes} nodes, {len(c.pods)} assigned pods; CPU µs per pod")
     print(f"{'plugin':<20}{'PreFilter':>11}{'Filter':>9}{'Score':>9}")
     for cls, make in ((InterPodAffinity, with_pod_anti_affinity), (PodTopologySpread, with_topology_spreading)):
-        pl = cls(None, Handle(c))
+        pl = cls(build_args(cls, None), Handle(c))
         pods = [parse_pod(make(f"new-{i}")) for i in range(args.pods)]
         pre = flt = score = 0.0
         for p in pods:

@@ -18,6 +18,7 @@ import numpy as np
 
 from kubesched.api.objects import parse_node, parse_pod
 from kubesched.cluster.state import ClusterState
+from kubesched.config.plugin_args import build_args
 from kubesched.metrics.base import Metric, Metrics, NodeUsage, Window
 from kubesched.scheduler.framework import CycleState, Handle, SchedulerServices
 from kubesched.scheduler.plugins.load_aware_scheduling import LoadAwareScheduling
@@ -55,7 +56,7 @@ def main() -> None:
                                                                           "limits": {"cpu": "1"}}}]}})
     rows = cluster.node_order()
     for cls in (TargetLoadPacking, LoadVariationRiskBalancing, LowRiskOverCommitment, LoadAwareScheduling):
-        pl = cls({}, handle)
+        pl = cls(build_args(cls, {}), handle)
         state = CycleState()
         if hasattr(pl, "pre_filter"):
             pl.pre_filter(state, pod, cluster)

@@ -149,7 +149,7 @@ def main() -> None:
     t1 = time.perf_counter()
     cluster = ClusterState.from_snapshot(snap)
     t2 = time.perf_counter()
-    policy = parse_descheduler_policy(available_policy(), "<bench>")
+    policy = parse_descheduler_policy(available_policy(), "<bench>", default_registry())
     d = Descheduler(cluster, policy, now=datetime(2024, 1, 1, tzinfo=UTC))
     print(f"cluster: {len(snap.nodes)} nodes, {len(snap.pods)} pods (objects built in {t1 - t0:.1f}s, "
           f"cluster state in {t2 - t1:.1f}s)")

@@ -1,4 +1,4 @@
-"""The one error type for bad input: the CLI prints it on one line and exits with code 2."""
+"""The error types the CLI turns into one line: InputError (bad input, exit 2) and RuntimeFailure (exit 1)."""
 
 from __future__ import annotations
 
@@ -34,6 +34,11 @@ class InputError(Exception):
         return InputError(self.message, file=self.file or file, obj=self.obj or obj, field=field)
 
 
-class RemoteError(Exception):
+class RuntimeFailure(Exception):
+    """The input was fine but the run could not be done (a server unreachable, a needed program missing):
+    the CLI prints it on one line and exits with code 1."""
+
+
+class RemoteError(RuntimeFailure):
     """A server the command talks to (an API server, Prometheus) could not be reached or failed while the
     command ran: the CLI prints the one-line message and exits with code 1."""

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # System packages some tests need, from Debian's own archive:
 #   prometheus (with promtool) — the Prometheus metrics source is tested against a real server;
-#   chromium — the simulator's HTML report test renders the report in a headless browser;
+#   chromium — the report tests open every example's report in headless Chromium (through Playwright's
+#   Python package, which downloads no browser), and `simulate --figures` exports charts through it.
 #   kubernetes-client (kubectl) — the API server test double is checked with a real kubectl.
 # Installs only what is missing, and only as root with apt-get available; otherwise it says what it
-# skipped and exits 0, so the tests that need a missing package skip with a clear message.
+# skipped and exits 0: the tests that need a missing package then skip with a clear message, or fail
+# when the CI environment variable is set.
 set -euo pipefail
 
 missing=()
 command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
-command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || missing+=(chromium)
+command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || missing+=(chromium fonts-dejavu-core)
 command -v kubectl >/dev/null 2>&1 || missing+=(kubernetes-client)
 
 if [ ${#missing[@]} -eq 0 ]; then

@@ -7,7 +7,6 @@ import json
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -15,10 +14,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kubesched.api.objects import parse_node, parse_pod
+from kubesched.api.selectors import parse_label_selector_string
 from kubesched.api.snapshot import Snapshot, parse_objects
 from kubesched.cli import main as cli_main
 from kubesched.client.inprocess import InProcessAPIServer
 from kubesched.cluster.state import ClusterState
+from kubesched.config import koordinator_descheduler
 from kubesched.config.descheduler_policy import DeschedulerPolicy, parse_descheduler_policy
 from kubesched.descheduler import nodeutil, podutil
 from kubesched.descheduler.descheduler import Descheduler
@@ -32,6 +33,7 @@ from kubesched.descheduler.framework import (
     Status,
 )
 from kubesched.descheduler.metricscollector import MetricsCollector
+from kubesched.descheduler.plugins.default_evictor import DefaultEvictorArgs
 from kubesched.descheduler.registry import Registry
 from kubesched.errors import InputError
 
@@ -224,14 +226,12 @@ def test_bad_policy_exits_2_with_one_line(tmp_path: Path, capsys: pytest.Capture
 
 def test_koordinator_configuration_goes_through_the_converter(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[str] = []
-    mod = ModuleType("kubesched.descheduler.koordinator_config")
 
     def convert(raw: dict, source: str) -> dict:
         seen.append(source)
         return policy([profile(deschedule=["EvictAll"])])
 
-    mod.convert = convert  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "kubesched.descheduler.koordinator_config", mod)
+    monkeypatch.setattr(koordinator_descheduler, "convert", convert)
     parsed = parse_descheduler_policy({"apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerConfiguration"},
                                       "koord.yaml", registry())
     assert seen == ["koord.yaml"] and parsed.kind == "DeschedulerConfiguration"
@@ -411,13 +411,13 @@ def test_node_fit_upstream_reasons() -> None:
 
 
 def test_label_selector_strings() -> None:
-    sel = nodeutil.parse_label_selector_string("a=b,c!=d,e in (x, y),f notin (z),g,!h", "f")
+    sel = parse_label_selector_string("a=b,c!=d,e in (x, y),f notin (z),g,!h", "f")
     assert sel.matches({"a": "b", "e": "y", "g": ""})
     assert not sel.matches({"a": "b", "e": "y", "g": "", "h": "1"})
     assert not sel.matches({"a": "b", "c": "d", "e": "x", "g": ""})
-    assert nodeutil.parse_label_selector_string("", "f").matches({})
+    assert parse_label_selector_string("", "f").matches({})
     with pytest.raises(InputError):
-        nodeutil.parse_label_selector_string("a in (b", "f")
+        parse_label_selector_string("a in (b", "f")
 
 
 def test_pod_order_priority_then_qos() -> None:
@@ -629,7 +629,7 @@ def test_policy_object_defaults() -> None:
     parsed = parse_descheduler_policy(policy([profile()]), "<t>", registry())
     assert isinstance(parsed, DeschedulerPolicy)
     args = parsed.profiles[0].plugin_config["DefaultEvictor"]
-    assert args == {}
+    assert args == DefaultEvictorArgs() and args.to_raw() == {}
     assert parsed.max_pods_to_evict_per_node is None and not parsed.kubernetes_metrics_enabled
     snap = Snapshot(nodes=[parse_node(node("n1"))])
     assert ClusterState.from_snapshot(snap).num_nodes == 1

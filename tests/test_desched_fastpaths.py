@@ -70,7 +70,7 @@ def test_inlined_filter_agrees_with_the_reasons(args: dict[str, Any]) -> None:
     snap.pods.extend(parse_pod(p) for p in _pods())
     cluster = ClusterState.from_snapshot(snap)
     handle = Handle(cluster=cluster, evictor=None, now=datetime(2024, 6, 1, tzinfo=UTC))  # type: ignore[arg-type]
-    ev = DefaultEvictor(args, handle)
+    ev = DefaultEvictor(DefaultEvictor.Args.from_raw(args), handle)
     allowed = 0
     for pod in cluster.pods.values():
         reasons = ev.filter_reasons(pod)

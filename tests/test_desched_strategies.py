@@ -99,7 +99,7 @@ def run(plugin_cls: Any, args: dict[str, Any] | None, objects: list[dict[str, An
     handle = Handle(cluster=cluster, evictor=ev, now=NOW, profile="test")
     full = dict(plugin_cls.default_args())
     full.update(args or {})
-    plugin = plugin_cls(full, handle)
+    plugin = plugin_cls(plugin_cls.Args.from_raw(full), handle)
     nodes = list(cluster.nodes.values())
     status = plugin.balance(nodes) if hasattr(plugin, "balance") else plugin.deschedule(nodes)
     assert status.ok
@@ -110,7 +110,7 @@ def invalid(plugin_cls: Any, args: dict[str, Any]) -> InputError:
     full = dict(plugin_cls.default_args())
     full.update(args)
     with pytest.raises(InputError) as e:
-        plugin_cls.validate(full)
+        plugin_cls.Args.from_raw(full)
     return e.value
 
 
@@ -131,13 +131,13 @@ def test_every_strategy_rejects_unknown_fields_and_both_namespace_lists(cls: Any
     err = invalid(cls, {**base, "namespaces": {"include": ["a"], "exclude": ["b"]}})
     assert err.field == "namespaces" and "only one of Include/Exclude namespaces" in err.message
     err = invalid(cls, {**base, "namespaces": {"include": "a"}})
-    assert err.field == "include"
+    assert err.field == "namespaces.include"
     if cls is not RemoveDuplicates:  # RemoveDuplicates has no labelSelector
         err = invalid(cls, {**base, "labelSelector": {"matchExpressions": [{"key": "a", "operator": "Nope"}]}})
         assert err.field is not None and err.field.startswith("labelSelector")
     else:
         assert invalid(cls, {"labelSelector": {}}).field == "labelSelector"
-    cls.validate({**base})  # the defaults (plus the required fields) are valid
+    cls.Args.from_raw({**base})  # the defaults (plus the required fields) are valid
 
 
 def test_namespaces_include_and_exclude_filter_pods() -> None:
@@ -426,7 +426,7 @@ def test_remove_failed_pods_reasons_exit_codes_and_owner_kinds() -> None:
 
 def test_remove_failed_pods_validation() -> None:
     assert RemoveFailedPods.default_args() == {"minPodLifetimeSeconds": 3600}
-    assert RemoveFailedPods.validate({}).min_pod_lifetime_seconds == 3600
+    assert RemoveFailedPods.Args.from_raw({}).min_pod_lifetime_seconds == 3600
     assert invalid(RemoveFailedPods, {"minPodLifetimeSeconds": -1}).field == "minPodLifetimeSeconds"
     assert invalid(RemoveFailedPods, {"minPodLifetimeSeconds": 1.5}).field == "minPodLifetimeSeconds"
     assert invalid(RemoveFailedPods, {"reasons": "Error"}).field == "reasons"
@@ -501,7 +501,7 @@ def test_topology_spread_node_inclusion_and_match_label_keys() -> None:
 def test_topology_spread_validation_and_defaults() -> None:
     assert RemovePodsViolatingTopologySpreadConstraint.default_args() == {
         "constraints": ["DoNotSchedule"], "topologyBalanceNodeFit": True}
-    p = RemovePodsViolatingTopologySpreadConstraint.validate({"constraints": []})
+    p = RemovePodsViolatingTopologySpreadConstraint.Args.from_raw({"constraints": []})
     assert p.constraints == ("DoNotSchedule",) and p.topology_balance_node_fit
     err = invalid(RemovePodsViolatingTopologySpreadConstraint, {"constraints": ["Sometimes"]})
     assert err.field == "constraints[0]" and "is not one of" in err.message
@@ -532,9 +532,10 @@ def test_go_sort_slice_with_an_always_less_comparator_reverses_short_slices() ->
     assert items == list(range(9, -1, -1))
 
 
-def test_validate_args_hook_names_the_field_from_the_policy_root() -> None:
+def test_typed_args_name_the_field_from_the_policy_root() -> None:
     with pytest.raises(InputError) as e:
-        RemovePodsViolatingNodeTaints.validate_args({"includedTaints": ["a"], "excludedTaints": ["b"]},
+        RemovePodsViolatingNodeTaints.Args.from_raw({"includedTaints": ["a"], "excludedTaints": ["b"]},
                                                     "profiles[0].pluginConfig[1].args")
     assert e.value.field == "profiles[0].pluginConfig[1].args.includedTaints"
-    assert RemoveFailedPods.validate_args({"reasons": ["Error"]}, "args") == {"reasons": ["Error"]}
+    assert e.value.message.startswith("RemovePodsViolatingNodeTaints args: either includedTaints or excludedTaints")
+    assert RemoveFailedPods.Args.from_raw({"reasons": ["Error"]}, "args").reasons == ("Error",)

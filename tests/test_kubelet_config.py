@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from kubesched.cli import main
-from kubesched.config.kubelet_config import parse_kubelet_config
 from kubesched.errors import InputError
+from kubesched.kubelet.kubelet_config import parse_kubelet_config
 from kubesched.kubelet.thresholds import ALLOCATABLE_MEMORY_AVAILABLE, MEMORY_AVAILABLE
 
 BASE = {"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration"}
@@ -95,7 +95,7 @@ INVALID = [
     ("negative grace", {"evictionSoft": {"memory.available": "150Mi"},
                         "evictionSoftGracePeriod": {"memory.available": "-30s"}}, "must be a positive value"),
     ("malformed grace", {"evictionSoft": {"memory.available": "150Mi"},
-                         "evictionSoftGracePeriod": {"memory.available": "30"}}, "invalid duration"),
+                         "evictionSoftGracePeriod": {"memory.available": "30"}}, "missing unit in duration"),
     ("grace unknown signal", {"evictionSoftGracePeriod": {"memory.free": "30s"}}, "unsupported eviction signal"),
     ("negative reclaim", {"evictionMinimumReclaim": {"memory.available": "-300Mi"}}, "negative eviction minimum"),
     ("zero percent reclaim", {"evictionMinimumReclaim": {"memory.available": "0%"}}, "must be positive"),
@@ -103,7 +103,7 @@ INVALID = [
     ("number not string", {"evictionHard": {"pid.available": 1200}}, "expected a string"),
     ("map expected", {"evictionHard": ["memory.available<1Gi"]}, "expected a map"),
     ("max grace not int", {"evictionMaxPodGracePeriod": "30"}, "32-bit integer"),
-    ("bad transition", {"evictionPressureTransitionPeriod": "5 minutes"}, "invalid duration"),
+    ("bad transition", {"evictionPressureTransitionPeriod": "5 minutes"}, 'unknown unit " minutes"'),
     ("unknown field", {"evictionHrad": {}}, "unknown field 'evictionHrad'"),
     ("bad allocatable option", {"enforceNodeAllocatable": ["pods", "bogus"]}, "not valid"),
     ("duplicated enforcement", {"enforceNodeAllocatable": ["pods", "pods"]}, "duplicated"),

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kubesched.api.objects import Pod, parse_pod
-from kubesched.config.kubelet_config import parse_kubelet_config
+from kubesched.kubelet.kubelet_config import parse_kubelet_config
 from kubesched.kubelet.manager import (
     DELETE_ALL_UNUSED_CONTAINERS,
     DELETE_UNUSED_IMAGES,

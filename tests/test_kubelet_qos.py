@@ -70,6 +70,9 @@ def test_status_qos_class_wins_and_feature_gate_off_ignores_pod_level() -> None:
     assert qos_class(pod) == "Guaranteed" and compute_qos(pod) == "BestEffort"
     pod_level = make([c("a", {"cpu": "1"}, {"cpu": "2"})], pod_resources=res(G, G))
     assert compute_qos(pod_level, pod_level_resources=False) == "Burstable"
+    # The class is memoised per pod object; a pod whose status changes is a new object and is asked again.
+    assert qos_class(pod.with_status(qosClass="Burstable")) == "Burstable"
+    assert qos_class(pod.with_status(qosClass=None)) == "BestEffort" and qos_class(pod) == "Guaranteed"
 
 
 def adj(pod: Pod, name: str, capacity: int = CAP) -> int:

@@ -1,4 +1,4 @@
-"""Thresholds, Go durations and quantities, and signals from a Summary API document."""
+"""Thresholds, Go quantities, and signals from a Summary API document (Go durations: test_core_duration.py)."""
 
 from __future__ import annotations
 
@@ -18,9 +18,7 @@ from kubesched.kubelet.thresholds import (
     Threshold,
     ThresholdValue,
     by_eviction_priority,
-    format_go_duration,
     node_conditions_observed_since,
-    parse_go_duration,
     parse_threshold_config,
     threshold_quantity,
     thresholds_met,
@@ -31,22 +29,6 @@ from kubesched.kubelet.thresholds import (
 
 GI = 2**30
 MI = 2**20
-
-
-@pytest.mark.parametrize(("text", "ns", "back"), [
-    ("30s", 30 * 10**9, "30s"), ("2m", 120 * 10**9, "2m0s"), ("1h", 3600 * 10**9, "1h0m0s"),
-    ("1m30s", 90 * 10**9, "1m30s"), ("1.5h", 5400 * 10**9, "1h30m0s"), ("0", 0, "0s"), ("1.5ms", 1_500_000, "1.5ms"),
-    ("-30s", -30 * 10**9, "-30s"), ("2.5s", 2_500_000_000, "2.5s"),
-])
-def test_go_durations(text: str, ns: int, back: str) -> None:
-    assert parse_go_duration(text) == ns
-    assert format_go_duration(ns) == back
-
-
-@pytest.mark.parametrize("bad", ["", "30", "s", "1d", "1.2.3s", "--1s"])
-def test_malformed_durations(bad: str) -> None:
-    with pytest.raises(ValueError):
-        parse_go_duration(bad)
 
 
 @pytest.mark.parametrize(("raw", "printed"), [

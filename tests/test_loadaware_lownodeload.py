@@ -13,12 +13,13 @@ import pytest
 from kubesched.api.snapshot import parse_objects
 from kubesched.cluster.state import ClusterState
 from kubesched.config.descheduler_policy import parse_descheduler_policy
+from kubesched.config.koordinator_descheduler import convert, label_selector_string
 from kubesched.config.scheduler_config import parse_scheduler_config
 from kubesched.descheduler.descheduler import Descheduler
 from kubesched.descheduler.framework import DeschedulerServices
-from kubesched.descheduler.koordinator_config import convert, label_selector_string
 from kubesched.descheduler.loadaware_coherence import check
-from kubesched.descheduler.plugins.low_node_load import Detector, normalize_args
+from kubesched.descheduler.plugins.low_node_load import DEFAULT_NODE_POOL, Detector, LoadAnomalyCondition, LowNodeLoadArgs
+from kubesched.descheduler.registry import default_registry
 from kubesched.errors import InputError
 
 T = datetime(2024, 1, 1, tzinfo=UTC)
@@ -64,24 +65,24 @@ def cluster_objects(hot_cpu: int = 3600) -> list[dict[str, Any]]:
 def descheduler(config: dict[str, Any], objects: list[dict[str, Any]]) -> Descheduler:
     snap = parse_objects(objects, "<test>")
     cluster = ClusterState.from_snapshot(snap)
-    policy = parse_descheduler_policy(config)
+    policy = parse_descheduler_policy(config, "<test>", default_registry())
     return Descheduler(cluster, policy, now=T + timedelta(seconds=30), min_ready_nodes=0,
                        services=DeschedulerServices(snapshot=snap))
 
 
 def test_v1alpha2_args_become_the_default_pool_with_defaults() -> None:
-    a = normalize_args({"lowThresholds": {"cpu": 30}, "highThresholds": {"cpu": 60},
-                        "nodePools": [{"name": "gpu", "nodeSelector": {"matchLabels": {"gpu": "true"}},
-                                       "anomalyCondition": {"consecutiveAbnormalities": 2}}]})
-    assert a["nodeFit"] is True and a["nodeMetricExpirationSeconds"] == 180 and a["detectorCacheTimeout"] == 300
-    default, gpu = a["nodePools"]
-    assert default["name"] == "__default_node_pool__" and default["nodeSelector"] is None
-    assert default["resourceWeights"] == {"cpu": 1, "memory": 1}
-    assert default["anomalyCondition"] == {"timeout": 60.0, "consecutiveAbnormalities": 5, "consecutiveNormalities": 3}
+    a = LowNodeLoadArgs.from_raw({"lowThresholds": {"cpu": 30}, "highThresholds": {"cpu": 60},
+                                  "nodePools": [{"name": "gpu", "nodeSelector": {"matchLabels": {"gpu": "true"}},
+                                                 "anomalyCondition": {"consecutiveAbnormalities": 2}}]})
+    assert a.node_fit is True and a.node_metric_expiration_seconds == 180 and a.detector_cache_timeout == 300
+    default, gpu = a.node_pools
+    assert default.name == DEFAULT_NODE_POOL and default.node_selector is None
+    assert default.resource_weights == {"cpu": 1, "memory": 1}
+    assert default.anomaly_condition == LoadAnomalyCondition(60.0, 5, 3)
     # A pool without thresholds inherits the top level's; a partial anomaly condition is completed.
-    assert gpu["lowThresholds"] == {"cpu": 30} and gpu["anomalyCondition"]["consecutiveAbnormalities"] == 2
-    assert gpu["anomalyCondition"]["consecutiveNormalities"] == 3
-    assert normalize_args(a) == a  # normalised args pass through unchanged
+    assert gpu.low_thresholds == {"cpu": 30} and gpu.anomaly_condition.consecutive_abnormalities == 2
+    assert gpu.anomaly_condition.consecutive_normalities == 3
+    assert gpu.node_selector is not None and gpu.node_selector.matches({"gpu": "true"})
 
 
 @pytest.mark.parametrize("args, field", [
@@ -93,7 +94,7 @@ def test_v1alpha2_args_become_the_default_pool_with_defaults() -> None:
 ])
 def test_invalid_args_name_the_field(args: dict[str, Any], field: str) -> None:
     with pytest.raises(InputError) as e:
-        normalize_args(args)
+        LowNodeLoadArgs.from_raw(args, "args")
     assert e.value.field == field
 
 
@@ -133,9 +134,9 @@ def test_koordinator_configuration_converts_to_a_policy() -> None:
     out = convert(doc)
     assert out["kind"] == "DeschedulerPolicy" and out["nodeSelector"] == "pool=a,zone in (x,y)"
     assert out["profiles"][0]["plugins"]["balance"] == {"enabled": ["LowNodeLoad"]}
-    policy = parse_descheduler_policy(doc)
+    policy = parse_descheduler_policy(doc, "<test>", default_registry())
     assert policy.kind == "DeschedulerConfiguration"
-    assert policy.profiles[0].plugin_config["LowNodeLoad"]["nodePools"][0]["highThresholds"] == {"cpu": 60}
+    assert policy.profiles[0].plugin_config["LowNodeLoad"].node_pools[0].high_thresholds == {"cpu": 60}
     # koordinator's default evictor is MigrationController: DefaultEvictor's filters and its per-node limit (2).
     default = convert({"apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerConfiguration",
                        "profiles": [{"plugins": {"balance": {"enabled": [{"name": "LowNodeLoad"}]}}}]})
@@ -156,7 +157,8 @@ def test_coherence_warns_when_scheduler_and_descheduler_fight() -> None:
                                             "args": {"usageThresholds": {"cpu": cpu, "memory": 85}}}]}]})
 
     policy = parse_descheduler_policy(koord_config({"lowThresholds": {"cpu": 45, "memory": 80},
-                                                    "highThresholds": {"cpu": 75, "memory": 90}}))
+                                                    "highThresholds": {"cpu": 75, "memory": 90}}), "<test>",
+                                      default_registry())
     assert check(sched(65), policy) == []
     high = check(sched(80), policy)
     assert len(high) == 1 and "highThresholds.cpu 75% is not above" in high[0] and "usageThresholds.cpu 80%" in high[0]
@@ -180,5 +182,5 @@ def test_a_descheduler_policy_can_enable_low_node_load() -> None:
     assert [(e.pod.name, e.plugin) for e in evictions] == [("p0", "LowNodeLoad")]
     with pytest.raises(InputError) as e:
         parse_descheduler_policy({**policy, "profiles": [{**policy["profiles"][0], "pluginConfig": [
-            {"name": "LowNodeLoad", "args": {"lowThresholds": {"cpu": -1}}}]}]})
+            {"name": "LowNodeLoad", "args": {"lowThresholds": {"cpu": -1}}}]}]}, "<test>", default_registry())
     assert e.value.field == "profiles[0].pluginConfig[0].args.lowThresholds.cpu"

@@ -10,6 +10,7 @@ import pytest
 
 from kubesched.api.objects import parse_node, parse_pod
 from kubesched.cluster.state import ClusterState
+from kubesched.config.plugin_args import build_args
 from kubesched.errors import InputError
 from kubesched.metrics.kubernetes_metrics import metrics_from_objects
 from kubesched.scheduler.framework import CycleState, Handle, SchedulerServices
@@ -62,7 +63,7 @@ def setup(args: dict[str, Any], nodes: list[Any], objects: list[dict[str, Any]],
     for p in pods:
         cluster.add(p)
     handle = Handle(cluster, now=lambda: now, services=SchedulerServices(start=T, metrics=metrics_from_objects(objects)))
-    return LoadAwareScheduling(args, handle), cluster
+    return LoadAwareScheduling(build_args(LoadAwareScheduling, args), handle), cluster
 
 
 def run(pl: LoadAwareScheduling, cluster: ClusterState, p: Any) -> tuple[list[Any], list[int]]:

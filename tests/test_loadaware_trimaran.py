@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from kubesched.api.objects import parse_node, parse_pod
 from kubesched.cluster.state import ClusterState
+from kubesched.config.plugin_args import build_args
 from kubesched.errors import InputError
 from kubesched.metrics.base import Metric, Metrics, NodeUsage, Window
 from kubesched.scheduler.framework import CycleState, Handle, SchedulerServices
@@ -62,7 +63,7 @@ def setup(plugin: type, args: dict[str, Any], nodes: list[Any], metrics: Metrics
     for p in pods:
         cluster.add(p)
     handle = Handle(cluster, now=clock or Clock(), services=SchedulerServices(metrics=metrics))
-    return plugin(args, handle), cluster
+    return plugin(build_args(plugin, args), handle), cluster
 
 
 def both_forms(pl: Any, cluster: ClusterState, p: Any) -> list[int]:

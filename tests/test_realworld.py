@@ -22,13 +22,13 @@ import yaml
 
 from kubesched.api.documents import read_documents
 from kubesched.cli import main
+from kubesched.config import koordinator_descheduler
 from kubesched.config.convert import (
     convert_descheduler_policy,
     convert_scheduler_config,
     is_old_descheduler_policy,
     is_old_scheduler_config,
 )
-from kubesched.descheduler import koordinator_config
 from kubesched.descheduler.registry import default_registry as descheduler_registry
 from kubesched.errors import InputError
 from kubesched.scheduler.registry import Registry
@@ -155,7 +155,7 @@ def _descheduler_plugins(raw: dict[str, Any]) -> list[str]:
     if raw.get("kind") == "DeschedulerConfiguration":
         # koord-descheduler's evictor (MigrationController) becomes the policy's DefaultEvictor.
         try:
-            converted = koordinator_config.convert(raw, "<test>")
+            converted = koordinator_descheduler.convert(raw, "<test>")
         except InputError:
             converted = raw
         if isinstance(converted, dict):

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from kubesched.api.objects import Pod, parse_namespace, parse_node, parse_pod, parse_workload
 from kubesched.api.selectors import parse_label_selector
 from kubesched.cluster.state import ClusterState
+from kubesched.config.plugin_args import build_args
 from kubesched.errors import InputError
 from kubesched.scheduler.framework import Code, CycleState, Handle, Status
 from kubesched.scheduler.plugins.gomath import go_round
@@ -110,11 +111,11 @@ def codes(statuses: dict[str, Status]) -> dict[str, str]:
 
 
 def ipa(cluster: ClusterState, **args: Any) -> InterPodAffinity:
-    return InterPodAffinity(args, Handle(cluster))
+    return InterPodAffinity(build_args(InterPodAffinity, args), Handle(cluster))
 
 
 def pts(cluster: ClusterState, **args: Any) -> PodTopologySpread:
-    return PodTopologySpread(args, Handle(cluster))
+    return PodTopologySpread(build_args(PodTopologySpread, args), Handle(cluster))
 
 
 # ---------------------------------------------------------------- InterPodAffinity
@@ -382,12 +383,12 @@ def test_spread_score_ignores_nodes_without_the_key() -> None:
 ])
 def test_podtopologyspread_args_validation(args: dict[str, Any], fragment: str) -> None:
     with pytest.raises(InputError, match=fragment):
-        PodTopologySpread(args, Handle(ClusterState()))
+        build_args(PodTopologySpread, args)
 
 
 def test_podtopologyspread_default_args() -> None:
     assert PodTopologySpread.default_args() == {"defaultingType": "System"}
-    pl = PodTopologySpread(None, Handle(ClusterState()))
+    pl = PodTopologySpread(build_args(PodTopologySpread, None), Handle(ClusterState()))
     assert pl.system_defaulted and [c.max_skew for c in pl.default_constraints] == [3, 5]
 
 
@@ -570,7 +571,7 @@ def ref_ipa_raw_scores(c: ClusterState, p: Pod, pl: InterPodAffinity) -> dict[st
     """interpodaffinity PreScore + Score: processExistingPod over every pod."""
     terms = pod_terms(p)
     has = bool(terms.preferred_affinity or terms.preferred_anti_affinity)
-    if pl.ignore_preferred_terms_of_existing_pods and not has:
+    if pl.args.ignore_preferred_terms_of_existing_pods and not has:
         return None
     ns_labels = c.namespace_labels(p.namespace)
     pref = [(w, merge_namespaces(t, c)) for w, t in terms.preferred_affinity]
@@ -593,9 +594,9 @@ def ref_ipa_raw_scores(c: ClusterState, p: Pod, pl: InterPodAffinity) -> dict[st
             for w, t in pref_anti:
                 process(t, -w, e, {}, labels)
             et = pod_terms(e)
-            if pl.hard_pod_affinity_weight > 0:
+            if pl.args.hard_pod_affinity_weight > 0:
                 for t in et.required_affinity:
-                    process(t, pl.hard_pod_affinity_weight, p, ns_labels, labels)
+                    process(t, pl.args.hard_pod_affinity_weight, p, ns_labels, labels)
             for w, t in et.preferred_affinity:
                 process(t, w, p, ns_labels, labels)
             for w, t in et.preferred_anti_affinity:

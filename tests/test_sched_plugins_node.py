@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from kubesched.api.snapshot import parse_objects
 from kubesched.cluster.state import ClusterState
+from kubesched.config.plugin_args import build_args
 from kubesched.config.scheduler_config import parse_scheduler_config
 from kubesched.errors import InputError
 from kubesched.scheduler.framework import Code, CycleState, Handle, Status
@@ -65,7 +66,7 @@ def cluster_of(*objs: dict[str, Any]) -> ClusterState:
 
 
 def plugin(cls: Any, cluster: ClusterState, args: dict[str, Any] | None = None) -> Any:
-    return cls(args, Handle(cluster))
+    return cls(build_args(cls, args), Handle(cluster))
 
 
 def run_filter(pl: Any, cluster: ClusterState, pod_key: str) -> dict[str, Status]:
@@ -484,9 +485,10 @@ def test_dynamic_resources_rejects_claims() -> None:
                                  VolumeRestrictions, NodeVolumeLimits, VolumeZone])
 def test_plugins_without_args_reject_fields(cls: Any) -> None:
     with pytest.raises(InputError) as e:
-        cls({"foo": 1}, Handle(ClusterState()))
+        build_args(cls, {"foo": 1})
     assert e.value.field == "foo"
-    cls({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "X"}, Handle(ClusterState()))  # meta fields are fine
+    meta = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "X"}
+    cls(build_args(cls, meta), Handle(ClusterState()))  # meta fields are fine
 
 
 REQ = "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution"
@@ -527,7 +529,7 @@ def _req(expr: dict[str, Any], fields: bool = False) -> dict[str, Any]:
 ])
 def test_node_affinity_args_errors(args: dict[str, Any], field: str) -> None:
     with pytest.raises(InputError) as e:
-        NodeAffinity(args, Handle(ClusterState()))
+        build_args(NodeAffinity, args)
     assert e.value.field == field
 
 
@@ -543,7 +545,7 @@ def test_node_affinity_args_errors(args: dict[str, Any], field: str) -> None:
 ])
 def test_other_args_errors(cls: Any, args: dict[str, Any], field: str) -> None:
     with pytest.raises(InputError) as e:
-        cls(args, Handle(ClusterState()))
+        build_args(cls, args)
     assert e.value.field == field
 
 

@@ -241,7 +241,7 @@ def test_candidate_count_and_args_validation() -> None:
     defaults, _ = make([node("n1")])
     d = defaults.frameworks["default-scheduler"].plugins["DefaultPreemption"]
     assert isinstance(d, DefaultPreemption)
-    assert (d.min_candidate_nodes_percentage, d.min_candidate_nodes_absolute) == (10, 100)
+    assert (d.args.min_candidate_nodes_percentage, d.args.min_candidate_nodes_absolute) == (10, 100)
     for bad, fld in [({"minCandidateNodesPercentage": 101}, "minCandidateNodesPercentage"),
                      ({"minCandidateNodesAbsolute": -1}, "minCandidateNodesAbsolute"),
                      ({"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 0}, "minCandidateNodesPercentage"),

@@ -16,6 +16,7 @@ from kubesched.api.objects import parse_node, parse_pod
 from kubesched.api.snapshot import parse_objects
 from kubesched.cluster.state import ClusterState
 from kubesched.config.descheduler_policy import parse_descheduler_policy
+from kubesched.config.plugin_args import build_args
 from kubesched.descheduler.descheduler import Descheduler
 from kubesched.descheduler.framework import BalancePlugin, Status
 from kubesched.descheduler.metricscollector import MetricsCollector
@@ -76,7 +77,7 @@ def test_load_aware_scheduling_reads_each_new_reading_of_a_feed() -> None:
     cluster = cluster_with("a", "b")
     feed = MetricsFeed()
     handle = Handle(cluster, now=lambda: T.timestamp() + 30, services=SchedulerServices(start=T, metrics=feed))
-    pl = LoadAwareScheduling({}, handle)
+    pl = LoadAwareScheduling(LoadAwareScheduling.Args(), handle)
     # No reading yet: no node has metrics, so every node passes and scores the minimum.
     assert filter_and_score(pl, cluster, pending()) == ([True, True], [0, 0])
     feed.set_metrics(node_metrics({"a": "3800m", "b": "400m"}))  # a is over the default 65% threshold
@@ -92,7 +93,7 @@ def test_load_aware_scheduling_keeps_a_fixed_reading() -> None:
     cluster = cluster_with("a", "b")
     handle = Handle(cluster, now=lambda: T.timestamp() + 30,
                     services=SchedulerServices(start=T, metrics=node_metrics({"a": "3800m", "b": "400m"})))
-    pl = LoadAwareScheduling({}, handle)
+    pl = LoadAwareScheduling(LoadAwareScheduling.Args(), handle)
     assert filter_and_score(pl, cluster, pending())[0] == [False, True]
     # `--metrics` is one reading, read once: replacing the dict entry later changes nothing.
     handle.services.metrics = node_metrics({"a": "400m", "b": "3800m"})
@@ -133,7 +134,7 @@ def test_trimaran_polls_a_given_load_watcher_every_30_seconds_of_the_scheduler_c
     # The live source wins over a fixed reading in services.metrics (the simulator gives both).
     handle = Handle(cluster, now=clock, services=SchedulerServices(load_watcher=live,
                                                                    metrics=watcher({"a": 90, "b": 90}, 0.0)))
-    pl = TargetLoadPacking({"targetUtilization": 50}, handle)
+    pl = TargetLoadPacking(build_args(TargetLoadPacking, {"targetUtilization": 50}), handle)
     first = filter_and_score(pl, cluster, pending())[1]
     assert live.reads == 1 and first[0] < first[1]  # b is nearer the 50% target
     live.cpu = {"a": 45.0, "b": 10.0}
@@ -146,7 +147,7 @@ def test_trimaran_polls_a_given_load_watcher_every_30_seconds_of_the_scheduler_c
 def test_trimaran_asks_a_feed_for_its_latest_reading() -> None:
     cluster = cluster_with("a", "b")
     feed = MetricsFeed(watcher({"a": 10.0, "b": 45.0}, T.timestamp()))
-    pl = TargetLoadPacking({"targetUtilization": 50}, Handle(cluster, now=Clock(T.timestamp()),
+    pl = TargetLoadPacking(build_args(TargetLoadPacking, {"targetUtilization": 50}), Handle(cluster, now=Clock(T.timestamp()),
                                                              services=SchedulerServices(metrics=feed)))
     first = filter_and_score(pl, cluster, pending())[1]
     feed.set_metrics(watcher({"a": 45.0, "b": 10.0}, T.timestamp()))

@@ -1,6 +1,6 @@
 """The seed's story in one command: a node runs hot while its requests look balanced.
 
-    python examples/hotspot-descheduling/run.py
+    .venv/bin/python examples/hotspot-descheduling/run.py
 
 1. Request-based LowNodeUtilization sees node-1 at 37.5% of its CPU *requested* and evicts nothing.
 2. Usage-based LowNodeLoad (koordinator) sees node-1 at 92.5% CPU *used* and moves two api pods away.

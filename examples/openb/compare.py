@@ -3,9 +3,11 @@
 Runs scenario-allocation.yaml (both variants), then for each arrived GPU demand k% of capacity reads the
 allocated GPU share, and sets it beside the curves of data/analysis_allo_discrete_default.csv (six
 GPU-sharing-aware policies × ten seeds, from the FGD paper). Prints a table and checks, and writes
-compare.html (one chart, self-contained).
+compare.html (one interactive chart, self-contained, built with kubesched.report's shared blocks).
 
     .venv/bin/python examples/openb/compare.py [--out out/openb-allocation] [--results DIR]
+
+The simulation takes a minute or two (both policies in parallel); progress goes to stderr.
 """
 
 from __future__ import annotations
@@ -17,8 +19,13 @@ from pathlib import Path
 
 import numpy as np
 
+from kubesched.report.figures import DASHES, PERCENT, SYMBOLS, Format, Line, Style, line_chart
+from kubesched.report.html import Page
+from kubesched.sim.runner import simulate
+
 HERE = Path(__file__).resolve().parent
 RESOURCE = "alibabacloud.com/gpu-milli"
+PERCENT_POINTS = Format(",.0f", ",.0f", "%")  # x in percent points (0…130), not a fraction
 XS = [10, 25, 50, 75, 90, 100, 110, 120, 130]
 
 
@@ -61,9 +68,8 @@ def main() -> int:
     args = ap.parse_args()
     results = Path(args.results or args.out)
     if args.results is None:
-        from kubesched.sim.runner import simulate
-
-        simulate(str(HERE / "scenario-allocation.yaml"), [], str(results))
+        print(f"simulating {HERE / 'scenario-allocation.yaml'} (both policies; about a minute or two)", file=sys.stderr)
+        simulate(str(HERE / "scenario-allocation.yaml"), [], str(results), on_progress=Progress())
     pub = published()
     mine = ours(results)
     lo = np.min(np.array(list(pub.values())), axis=0)
@@ -88,23 +94,42 @@ def main() -> int:
     return 0 if ok else 1
 
 
-def write_html(path: Path, pub: dict[str, np.ndarray], mine: dict[str, np.ndarray]) -> None:
-    from kubesched.report.html import CSS, PALETTE, line_chart
+class Progress:
+    """Prints each variant's progress to stderr every 10%."""
 
-    grid = list(range(131))
-    lines = [("arrived (y = x)", [0, 130], [0, 1.3], "#bbbbbb")]
-    for i, (p, curve) in enumerate(pub.items()):
-        lines.append((f"published {p}", grid, list(curve / 100), PALETTE[(i + 2) % len(PALETTE)]))
-    dashed = list(range(1, len(lines)))
-    for i, (name, curve) in enumerate(mine.items()):
-        lines.append((f"kubesched {name}", grid, list(curve / 100), PALETTE[i % 2]))
-    chart = line_chart("openb-allocation", "GPU allocation vs arrived GPU demand (openb default trace)", lines, "pct",
-                       x_kind="num", y_max=1.3, width=900, height=460, x_label="arrived GPU demand, % of capacity",
-                       y_label="allocated GPUs", dashed=dashed)
-    path.write_text(f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>openb allocation</title>"
-                    f"<style>{CSS}</style></head><body><h1>openb: GPU allocation</h1><p>Dashed: the published curves "
-                    f"(GPU-sharing-aware policies, mean of 10 seeds). Solid: plain kube-scheduler in kubesched, where a "
-                    f"pod holds whole GPUs.</p>{chart}</body></html>\n")
+    def __init__(self) -> None:
+        self.shown: dict[str, int] = {}
+
+    def __call__(self, name: str, frac: float) -> None:
+        step = int(frac * 10)
+        if step > self.shown.get(name, -1):
+            self.shown[name] = step
+            print(f"  {name}: {10 * step}%", file=sys.stderr, flush=True)
+
+
+def write_html(path: Path, pub: dict[str, np.ndarray], mine: dict[str, np.ndarray]) -> None:
+    grid = np.arange(131, dtype=float)
+    lines = [Line("arrived (y = x)", [0, 130], [0, 1.3])]
+    lines += [Line(f"published {p}", grid, curve / 100) for p, curve in pub.items()]
+    lines += [Line(f"kubesched {name}", grid, curve / 100) for name, curve in mine.items()]
+    # kubesched's curves solid and strong; the published ones dashed in muted colours; the diagonal dotted grey.
+    muted = ["#9ecae1", "#a1d99b", "#fdae6b", "#bcbddc", "#fcbba1", "#c7e9c0"]
+    style = {"arrived (y = x)": Style("#888888", "dot", "circle")}
+    style.update({f"published {p}": Style(muted[i % len(muted)], DASHES[1 + i % (len(DASHES) - 1)], SYMBOLS[i])
+                  for i, p in enumerate(pub)})
+    style.update({f"kubesched {n}": Style(c, "solid", "circle") for n, c in zip(mine, ("#1f4e9c", "#c0392b"), strict=False)})
+    chart = line_chart("openb-allocation", "GPU allocation vs arrived GPU demand (openb default trace)", lines,
+                       style=style,
+                       x_title="arrived GPU demand, % of the cluster's GPU capacity", x_format=PERCENT_POINTS,
+                       y_title="allocated GPUs, share of the cluster", y_format=PERCENT, markers=False,
+                       caption="Published: GPU-sharing-aware policies of the FGD paper, mean of 10 seeds. kubesched: "
+                               "plain kube-scheduler, where a pod holds whole GPUs.")
+    if chart.figure is not None:
+        chart.figure.update_layout(height=520)
+        chart.height = 520
+    page = Page("openb: GPU allocation", "kubesched's LeastAllocated and MostAllocated beside the published curves")
+    page.chart(chart)
+    path.write_text(page.render())
 
 
 if __name__ == "__main__":

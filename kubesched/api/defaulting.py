@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubesched.api.objects import Pod, PriorityClass
+from kubesched.api.selectors import parse_label_selector
 from kubesched.errors import InputError
 
 INT32_MAX = 2**31 - 1
@@ -203,8 +204,6 @@ def admit_pod(raw: dict[str, Any], classes: Mapping[str, PriorityClass], where: 
 
 
 def _selector_matches(selector: Any, labels: Mapping[str, str], where: str) -> bool:
-    from kubesched.api.selectors import parse_label_selector
-
     return parse_label_selector(selector, where).matches(labels)
 
 

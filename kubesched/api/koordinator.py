@@ -64,6 +64,8 @@ def priority_class_raw(pod: Pod) -> str:
 
 
 def qos_class_raw(pod: Pod) -> str:
+    """GetPodQoSClassRaw: koordinator's own QoS (the `koordinator.sh/qosClass` label: SYSTEM, LSE, LSR, LS, BE),
+    a different notion from Kubernetes' QoS class (kubesched.api.qos.qos_class), which it defaults from."""
     q = pod.labels.get(LABEL_QOS)
     return q if q in (QOS_SYSTEM, QOS_LSE, QOS_LSR, QOS_LS, QOS_BE) else QOS_NONE
 

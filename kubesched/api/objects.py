@@ -7,12 +7,13 @@ so that output can echo the input. Parse errors are InputErrors naming the objec
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from fractions import Fraction
 from typing import Any
 
+from kubesched.api.fields import INT32, INT64, integer, label_map, mapping, sequence
 from kubesched.api.quantity import format_quantity, milli_value_of, parse_quantity, value_of
 from kubesched.api.selectors import (
     NOTHING,
@@ -54,56 +55,15 @@ def parse_time(value: Any, field: str) -> datetime | None:
     return t
 
 
-def _map(raw: Any, field: str) -> dict[str, str]:
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict):
-        raise InputError(f"expected a map, got {type(raw).__name__}", field=field)
-    out: dict[str, str] = {}
-    for k, v in raw.items():
-        if v is None:
-            out[str(k)] = ""
-        elif isinstance(v, bool):
-            out[str(k)] = "true" if v else "false"
-        elif isinstance(v, (dict, list)):
-            raise InputError(f"expected a string, got {type(v).__name__}", field=f"{field}.{k}")
-        else:
-            out[str(k)] = str(v)
-    return out
-
-
-def _list(raw: Any, field: str) -> list[Any]:
-    if raw is None:
-        return []
-    if not isinstance(raw, list):
-        raise InputError(f"expected a list, got {type(raw).__name__}", field=field)
-    return raw
-
-
-def _dict(raw: Any, field: str) -> dict[str, Any]:
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict):
-        raise InputError(f"expected an object, got {type(raw).__name__}", field=field)
-    return raw
-
-
-def _int(raw: Any, field: str, default: int | None = None, bits: int = 64) -> int | None:
+def _int(raw: Any, field: str, default: int | None = None, bits: int = INT64) -> int | None:
     """An integer field of a Go type of `bits` bits (int32 or int64): out-of-range values are errors, as the
-    API server's decoder makes them."""
+    API server's decoder makes them (numeric strings and whole floats too, as kubectl-made documents may
+    carry them)."""
     if raw is None:
         return default
-    if isinstance(raw, float) and raw.is_integer():
-        raw = int(raw)
-    if isinstance(raw, bool) or not isinstance(raw, (int, str)):
-        raise InputError(f"expected an integer, got {raw!r}", field=field)
-    try:
-        value = int(raw)
-    except ValueError:
-        raise InputError(f"expected an integer, got {raw!r}", field=field) from None
-    if not -(2 ** (bits - 1)) <= value < 2 ** (bits - 1):
-        raise InputError(f"expected an int{bits}, got {raw!r} (out of range)", field=field)
-    return value
+    if type(raw) is int and -(1 << (bits - 1)) <= raw < (1 << (bits - 1)):
+        return raw  # the common case, kept cheap
+    return integer(raw, field, bits=bits, whole_floats=True, strings=True)
 
 
 INT64_MAX = 2**63 - 1
@@ -113,7 +73,7 @@ def parse_resource_list(raw: Any, field: str) -> ResourceList:
     """A ResourceList: every quantity non-negative (ValidateResourceQuantityValue) and within the int64 units the
     scheduler counts in (millicores for cpu, Value() for the rest)."""
     out: ResourceList = {}
-    for name, value in _dict(raw, field).items():
+    for name, value in mapping(raw, field).items():
         try:
             q = parse_quantity(value)
         except ValueError as e:
@@ -156,13 +116,13 @@ class OwnerReference:
 
 
 def parse_meta(raw: dict[str, Any], kind: str, namespaced: bool) -> ObjectMeta:
-    meta = _dict(raw.get("metadata"), "metadata")
+    meta = mapping(raw.get("metadata"), "metadata")
     name = meta.get("name")
     if not isinstance(name, str) or not name:
         raise InputError("expected a non-empty name", obj=kind, field="metadata.name")
     namespace = meta.get("namespace") or ("default" if namespaced else "")
     owners = []
-    for i, o in enumerate(_list(meta.get("ownerReferences"), "metadata.ownerReferences")):
+    for i, o in enumerate(sequence(meta.get("ownerReferences"), "metadata.ownerReferences")):
         if not isinstance(o, dict):
             raise InputError("expected an owner reference object", field=f"metadata.ownerReferences[{i}]")
         owners.append(OwnerReference(kind=str(o.get("kind", "")), name=str(o.get("name", "")),
@@ -172,8 +132,8 @@ def parse_meta(raw: dict[str, Any], kind: str, namespaced: bool) -> ObjectMeta:
         name=name,
         namespace=str(namespace),
         uid=str(meta.get("uid") or f"{namespace}/{name}"),
-        labels=_map(meta.get("labels"), "metadata.labels"),
-        annotations=_map(meta.get("annotations"), "metadata.annotations"),
+        labels=label_map(meta.get("labels"), "metadata.labels"),
+        annotations=label_map(meta.get("annotations"), "metadata.annotations"),
         owner_references=owners,
         creation_timestamp=parse_time(meta.get("creationTimestamp"), "metadata.creationTimestamp"),
         deletion_timestamp=parse_time(meta.get("deletionTimestamp"), "metadata.deletionTimestamp"),
@@ -218,7 +178,7 @@ TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 
 def parse_taint(raw: Any, field: str) -> Taint:
-    d = _dict(raw, field)
+    d = mapping(raw, field)
     effect = d.get("effect")
     if effect not in TAINT_EFFECTS:
         raise InputError(f"expected one of {', '.join(TAINT_EFFECTS)}, got {effect!r}", field=f"{field}.effect")
@@ -230,7 +190,7 @@ def parse_taint(raw: Any, field: str) -> Taint:
 
 
 def parse_toleration(raw: Any, field: str) -> Toleration:
-    d = _dict(raw, field)
+    d = mapping(raw, field)
     op = d.get("operator") or ""
     if op not in ("", "Equal", "Exists", "Gt", "Lt"):
         raise InputError(f"expected Equal, Exists, Gt or Lt, got {op!r}", field=f"{field}.operator")
@@ -303,24 +263,24 @@ NO_AFFINITY = Affinity()
 
 
 def _parse_pod_affinity_term(raw: Any, field: str) -> PodAffinityTerm:
-    d = _dict(raw, field)
+    d = mapping(raw, field)
     ns_sel = d.get("namespaceSelector")
     return PodAffinityTerm(
         label_selector=parse_label_selector(d.get("labelSelector"), f"{field}.labelSelector"),
-        namespaces=tuple(str(n) for n in _list(d.get("namespaces"), f"{field}.namespaces")),
+        namespaces=tuple(str(n) for n in sequence(d.get("namespaces"), f"{field}.namespaces")),
         topology_key=str(d.get("topologyKey") or ""),
         namespace_selector=None if ns_sel is None else parse_label_selector(ns_sel, f"{field}.namespaceSelector"),
-        match_label_keys=tuple(str(k) for k in _list(d.get("matchLabelKeys"), f"{field}.matchLabelKeys")),
-        mismatch_label_keys=tuple(str(k) for k in _list(d.get("mismatchLabelKeys"), f"{field}.mismatchLabelKeys")),
+        match_label_keys=tuple(str(k) for k in sequence(d.get("matchLabelKeys"), f"{field}.matchLabelKeys")),
+        mismatch_label_keys=tuple(str(k) for k in sequence(d.get("mismatchLabelKeys"), f"{field}.mismatchLabelKeys")),
     )
 
 
 def _parse_weighted_terms(raw: Any, field: str) -> tuple[WeightedPodAffinityTerm, ...]:
     out = []
-    for i, w in enumerate(_list(raw, field)):
+    for i, w in enumerate(sequence(raw, field)):
         f = f"{field}[{i}]"
-        wd = _dict(w, f)
-        out.append(WeightedPodAffinityTerm(_int(wd.get("weight"), f"{f}.weight", 0, bits=32) or 0,
+        wd = mapping(w, f)
+        out.append(WeightedPodAffinityTerm(_int(wd.get("weight"), f"{f}.weight", 0, bits=INT32) or 0,
                                            _parse_pod_affinity_term(wd.get("podAffinityTerm"), f"{f}.podAffinityTerm")))
     return tuple(out)
 
@@ -328,17 +288,17 @@ def _parse_weighted_terms(raw: Any, field: str) -> tuple[WeightedPodAffinityTerm
 def parse_affinity(raw: Any, field: str) -> Affinity:
     if raw is None:
         return NO_AFFINITY
-    d = _dict(raw, field)
-    na = _dict(d.get("nodeAffinity"), f"{field}.nodeAffinity")
-    pa = _dict(d.get("podAffinity"), f"{field}.podAffinity")
-    paa = _dict(d.get("podAntiAffinity"), f"{field}.podAntiAffinity")
+    d = mapping(raw, field)
+    na = mapping(d.get("nodeAffinity"), f"{field}.nodeAffinity")
+    pa = mapping(d.get("podAffinity"), f"{field}.podAffinity")
+    paa = mapping(d.get("podAntiAffinity"), f"{field}.podAntiAffinity")
     req = na.get("requiredDuringSchedulingIgnoredDuringExecution")
     pref = []
-    for i, p in enumerate(_list(na.get("preferredDuringSchedulingIgnoredDuringExecution"),
+    for i, p in enumerate(sequence(na.get("preferredDuringSchedulingIgnoredDuringExecution"),
                                 f"{field}.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution")):
         f = f"{field}.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[{i}]"
-        pd = _dict(p, f)
-        pref.append(PreferredSchedulingTerm(_int(pd.get("weight"), f"{f}.weight", 0, bits=32) or 0,
+        pd = mapping(p, f)
+        pref.append(PreferredSchedulingTerm(_int(pd.get("weight"), f"{f}.weight", 0, bits=INT32) or 0,
                                             parse_node_selector_term(pd.get("preference"), f"{f}.preference")))
     rk = "requiredDuringSchedulingIgnoredDuringExecution"
     pk = "preferredDuringSchedulingIgnoredDuringExecution"
@@ -346,10 +306,10 @@ def parse_affinity(raw: Any, field: str) -> Affinity:
         node_required=None if req is None else parse_node_selector(req, f"{field}.nodeAffinity.{rk}"),
         node_preferred=tuple(pref),
         pod_affinity_required=tuple(_parse_pod_affinity_term(t, f"{field}.podAffinity.{rk}[{i}]")
-                                    for i, t in enumerate(_list(pa.get(rk), f"{field}.podAffinity.{rk}"))),
+                                    for i, t in enumerate(sequence(pa.get(rk), f"{field}.podAffinity.{rk}"))),
         pod_affinity_preferred=_parse_weighted_terms(pa.get(pk), f"{field}.podAffinity.{pk}"),
         pod_anti_affinity_required=tuple(_parse_pod_affinity_term(t, f"{field}.podAntiAffinity.{rk}[{i}]")
-                                         for i, t in enumerate(_list(paa.get(rk), f"{field}.podAntiAffinity.{rk}"))),
+                                         for i, t in enumerate(sequence(paa.get(rk), f"{field}.podAntiAffinity.{rk}"))),
         pod_anti_affinity_preferred=_parse_weighted_terms(paa.get(pk), f"{field}.podAntiAffinity.{pk}"),
     )
 
@@ -370,11 +330,11 @@ class TopologySpreadConstraint:
 
 
 def parse_topology_spread_constraint(raw: Any, field: str) -> TopologySpreadConstraint:
-    d = _dict(raw, field)
+    d = mapping(raw, field)
     wu = d.get("whenUnsatisfiable")
     if wu not in ("DoNotSchedule", "ScheduleAnyway"):
         raise InputError(f"expected DoNotSchedule or ScheduleAnyway, got {wu!r}", field=f"{field}.whenUnsatisfiable")
-    max_skew = _int(d.get("maxSkew"), f"{field}.maxSkew", bits=32)
+    max_skew = _int(d.get("maxSkew"), f"{field}.maxSkew", bits=INT32)
     if max_skew is None or max_skew <= 0:
         raise InputError("expected a positive integer", field=f"{field}.maxSkew")
     key = d.get("topologyKey")
@@ -388,10 +348,10 @@ def parse_topology_spread_constraint(raw: Any, field: str) -> TopologySpreadCons
         topology_key=key,
         when_unsatisfiable=wu,
         label_selector=parse_label_selector(d.get("labelSelector"), f"{field}.labelSelector"),
-        min_domains=_int(d.get("minDomains"), f"{field}.minDomains", bits=32),
+        min_domains=_int(d.get("minDomains"), f"{field}.minDomains", bits=INT32),
         node_affinity_policy=d.get("nodeAffinityPolicy"),
         node_taints_policy=d.get("nodeTaintsPolicy"),
-        match_label_keys=tuple(str(k) for k in _list(d.get("matchLabelKeys"), f"{field}.matchLabelKeys")),
+        match_label_keys=tuple(str(k) for k in sequence(d.get("matchLabelKeys"), f"{field}.matchLabelKeys")),
     )
 
 
@@ -422,14 +382,14 @@ class Container:
 
 
 def parse_container(raw: Any, field: str) -> Container:
-    d = _dict(raw, field)
-    res = _dict(d.get("resources"), f"{field}.resources")
+    d = mapping(raw, field)
+    res = mapping(d.get("resources"), f"{field}.resources")
     ports = []
-    for i, p in enumerate(_list(d.get("ports"), f"{field}.ports")):
+    for i, p in enumerate(sequence(d.get("ports"), f"{field}.ports")):
         f = f"{field}.ports[{i}]"
-        pd = _dict(p, f)
-        ports.append(ContainerPort(_int(pd.get("containerPort"), f"{f}.containerPort", 0, bits=32) or 0,
-                                   _int(pd.get("hostPort"), f"{f}.hostPort", 0, bits=32) or 0,
+        pd = mapping(p, f)
+        ports.append(ContainerPort(_int(pd.get("containerPort"), f"{f}.containerPort", 0, bits=INT32) or 0,
+                                   _int(pd.get("hostPort"), f"{f}.hostPort", 0, bits=INT32) or 0,
                                    str(pd.get("protocol") or "TCP"), str(pd.get("hostIP") or "")))
     return Container(
         name=str(d.get("name") or ""),
@@ -526,7 +486,7 @@ class Pod:
             spec["nodeName"] = node_name
         else:
             spec.pop("nodeName", None)
-        return replace(self, node_name=node_name, raw={**self.raw, "spec": spec})
+        return _evolve(self, node_name=node_name, raw={**self.raw, "spec": spec})
 
     def with_status(self, **fields: Any) -> Pod:
         """The pod with status fields set (a value of None removes the field)."""
@@ -536,8 +496,10 @@ class Pod:
                 status.pop(k, None)
             else:
                 status[k] = v
-        cache = {k: v for k, v in self.cache.items() if k not in STATUS_DERIVED_CACHE_KEYS}
-        return replace(self, phase=str(status.get("phase") or ""),
+        cache = dict(self.cache)
+        for key in STATUS_DERIVED_CACHE_KEYS:
+            cache.pop(key, None)
+        return _evolve(self, phase=str(status.get("phase") or ""),
                        nominated_node_name=str(status.get("nominatedNodeName") or ""),
                        raw={**self.raw, "status": status}, cache=cache)
 
@@ -546,23 +508,34 @@ class Pod:
         meta = dict(self.raw.get("metadata") or {})
         meta["deletionTimestamp"] = at.strftime("%Y-%m-%dT%H:%M:%SZ")
         meta["deletionGracePeriodSeconds"] = grace_period_seconds
-        return replace(self, meta=replace(self.meta, deletion_timestamp=at), raw={**self.raw, "metadata": meta})
+        return _evolve(self, meta=replace(self.meta, deletion_timestamp=at), raw={**self.raw, "metadata": meta})
 
 
-# Memo keys derived from a pod's status (dropped when the status changes).
-STATUS_DERIVED_CACHE_KEYS = frozenset({"start_time"})
+# Memo keys derived from a pod's status (dropped when the status changes): the start time, and the QoS class
+# (kubesched.api.qos.qos_class prefers status.qosClass).
+STATUS_DERIVED_CACHE_KEYS: frozenset[Hashable] = frozenset({"start_time", ("qos_class", True), ("qos_class", False)})
+
+
+def _evolve(obj: Any, **changes: Any) -> Any:
+    """dataclasses.replace for a frozen slots dataclass whose fields need no validation: a field-by-field
+    copy (a pod changes state several times in its life; replace() re-runs __init__ each time)."""
+    new = object.__new__(type(obj))
+    setter = object.__setattr__
+    for name in obj.__slots__:
+        setter(new, name, changes[name] if name in changes else getattr(obj, name))
+    return new
 
 
 def parse_pod(raw: dict[str, Any]) -> Pod:
     meta = parse_meta(raw, "Pod", namespaced=True)
     obj = f"Pod {meta.namespace}/{meta.name}"
     try:
-        spec = _dict(raw.get("spec"), "spec")
-        status = _dict(raw.get("status"), "status")
+        spec = mapping(raw.get("spec"), "spec")
+        status = mapping(raw.get("status"), "status")
         res = spec.get("resources")
         pod_requests = pod_limits = None
         if res is not None:
-            rd = _dict(res, "spec.resources")
+            rd = mapping(res, "spec.resources")
             if rd.get("requests") is not None:
                 pod_requests = parse_resource_list(rd.get("requests"), "spec.resources.requests")
             if rd.get("limits") is not None:
@@ -571,26 +544,27 @@ def parse_pod(raw: dict[str, Any]) -> Pod:
             meta=meta,
             node_name=str(spec.get("nodeName") or ""),
             scheduler_name=str(spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME),
-            priority=_int(spec.get("priority"), "spec.priority", bits=32),
+            priority=_int(spec.get("priority"), "spec.priority", bits=INT32),
             priority_class_name=str(spec.get("priorityClassName") or ""),
             preemption_policy=spec.get("preemptionPolicy"),
             containers=[parse_container(c, f"spec.containers[{i}]")
-                        for i, c in enumerate(_list(spec.get("containers"), "spec.containers"))],
+                        for i, c in enumerate(sequence(spec.get("containers"), "spec.containers"))],
             init_containers=[parse_container(c, f"spec.initContainers[{i}]")
-                             for i, c in enumerate(_list(spec.get("initContainers"), "spec.initContainers"))],
+                             for i, c in enumerate(sequence(spec.get("initContainers"), "spec.initContainers"))],
             overhead=parse_resource_list(spec.get("overhead"), "spec.overhead"),
             pod_requests=pod_requests,
             pod_limits=pod_limits,
-            node_selector=_map(spec.get("nodeSelector"), "spec.nodeSelector"),
+            node_selector=label_map(spec.get("nodeSelector"), "spec.nodeSelector"),
             affinity=parse_affinity(spec.get("affinity"), "spec.affinity"),
             tolerations=tuple(parse_toleration(t, f"spec.tolerations[{i}]")
-                              for i, t in enumerate(_list(spec.get("tolerations"), "spec.tolerations"))),
+                              for i, t in enumerate(sequence(spec.get("tolerations"), "spec.tolerations"))),
             topology_spread_constraints=tuple(
                 parse_topology_spread_constraint(t, f"spec.topologySpreadConstraints[{i}]")
-                for i, t in enumerate(_list(spec.get("topologySpreadConstraints"), "spec.topologySpreadConstraints"))),
-            scheduling_gates=tuple(str(_dict(g, f"spec.schedulingGates[{i}]").get("name", ""))
-                                   for i, g in enumerate(_list(spec.get("schedulingGates"), "spec.schedulingGates"))),
-            volumes=[_dict(v, f"spec.volumes[{i}]") for i, v in enumerate(_list(spec.get("volumes"), "spec.volumes"))],
+                for i, t in enumerate(sequence(spec.get("topologySpreadConstraints"), "spec.topologySpreadConstraints"))),
+            scheduling_gates=tuple(str(mapping(g, f"spec.schedulingGates[{i}]").get("name", ""))
+                                   for i, g in enumerate(sequence(spec.get("schedulingGates"), "spec.schedulingGates"))),
+            volumes=[mapping(v, f"spec.volumes[{i}]")
+                     for i, v in enumerate(sequence(spec.get("volumes"), "spec.volumes"))],
             host_network=bool(spec.get("hostNetwork", False)),
             termination_grace_period_seconds=_int(spec.get("terminationGracePeriodSeconds"),
                                                   "spec.terminationGracePeriodSeconds"),
@@ -646,16 +620,16 @@ class Node:
 def parse_node(raw: dict[str, Any]) -> Node:
     meta = parse_meta(raw, "Node", namespaced=False)
     try:
-        spec = _dict(raw.get("spec"), "spec")
-        status = _dict(raw.get("status"), "status")
+        spec = mapping(raw.get("spec"), "spec")
+        status = mapping(raw.get("status"), "status")
         conditions = {}
-        for i, c in enumerate(_list(status.get("conditions"), "status.conditions")):
-            cd = _dict(c, f"status.conditions[{i}]")
+        for i, c in enumerate(sequence(status.get("conditions"), "status.conditions")):
+            cd = mapping(c, f"status.conditions[{i}]")
             conditions[str(cd.get("type"))] = str(cd.get("status"))
         images = []
-        for i, im in enumerate(_list(status.get("images"), "status.images")):
-            imd = _dict(im, f"status.images[{i}]")
-            images.append(ContainerImage(tuple(str(n) for n in _list(imd.get("names"), f"status.images[{i}].names")),
+        for i, im in enumerate(sequence(status.get("images"), "status.images")):
+            imd = mapping(im, f"status.images[{i}]")
+            images.append(ContainerImage(tuple(str(n) for n in sequence(imd.get("names"), f"status.images[{i}].names")),
                                          _int(imd.get("sizeBytes"), f"status.images[{i}].sizeBytes", 0) or 0))
         capacity = parse_resource_list(status.get("capacity"), "status.capacity")
         allocatable = parse_resource_list(status.get("allocatable"), "status.allocatable") \
@@ -663,7 +637,8 @@ def parse_node(raw: dict[str, Any]) -> Node:
         return Node(
             meta=meta,
             unschedulable=bool(spec.get("unschedulable", False)),
-            taints=tuple(parse_taint(t, f"spec.taints[{i}]") for i, t in enumerate(_list(spec.get("taints"), "spec.taints"))),
+            taints=tuple(parse_taint(t, f"spec.taints[{i}]")
+                         for i, t in enumerate(sequence(spec.get("taints"), "spec.taints"))),
             capacity=capacity,
             allocatable=allocatable,
             conditions=conditions,
@@ -788,7 +763,7 @@ def parse_namespace(raw: dict[str, Any]) -> Namespace:
 def parse_priority_class(raw: dict[str, Any]) -> PriorityClass:
     meta = parse_meta(raw, "PriorityClass", namespaced=False)
     try:
-        value = _int(raw.get("value"), "value", 0, bits=32) or 0
+        value = _int(raw.get("value"), "value", 0, bits=INT32) or 0
     except InputError as e:
         raise e.located(obj=f"PriorityClass {meta.name}") from None
     return PriorityClass(meta, value, bool(raw.get("globalDefault", False)), raw.get("preemptionPolicy"), raw)
@@ -797,21 +772,21 @@ def parse_priority_class(raw: dict[str, Any]) -> PriorityClass:
 def parse_pdb(raw: dict[str, Any]) -> PodDisruptionBudget:
     meta = parse_meta(raw, "PodDisruptionBudget", namespaced=True)
     try:
-        spec = _dict(raw.get("spec"), "spec")
-        status = _dict(raw.get("status"), "status")
+        spec = mapping(raw.get("spec"), "spec")
+        status = mapping(raw.get("status"), "status")
         sel = spec.get("selector")
         disrupted = {str(k): parse_time(v, f"status.disruptedPods.{k}")
-                     for k, v in _dict(status.get("disruptedPods"), "status.disruptedPods").items()}
+                     for k, v in mapping(status.get("disruptedPods"), "status.disruptedPods").items()}
         return PodDisruptionBudget(
             meta=meta,
             # policy/v1: a nil selector selects no pods, an empty one every pod in the namespace.
             selector=parse_label_selector(sel, "spec.selector") if sel is not None else NOTHING,
             min_available=_int_or_percent(spec.get("minAvailable"), "spec.minAvailable"),
             max_unavailable=_int_or_percent(spec.get("maxUnavailable"), "spec.maxUnavailable"),
-            disruptions_allowed=_int(status.get("disruptionsAllowed"), "status.disruptionsAllowed", 0, bits=32) or 0,
-            current_healthy=_int(status.get("currentHealthy"), "status.currentHealthy", 0, bits=32) or 0,
-            desired_healthy=_int(status.get("desiredHealthy"), "status.desiredHealthy", 0, bits=32) or 0,
-            expected_pods=_int(status.get("expectedPods"), "status.expectedPods", 0, bits=32) or 0,
+            disruptions_allowed=_int(status.get("disruptionsAllowed"), "status.disruptionsAllowed", 0, bits=INT32) or 0,
+            current_healthy=_int(status.get("currentHealthy"), "status.currentHealthy", 0, bits=INT32) or 0,
+            desired_healthy=_int(status.get("desiredHealthy"), "status.desiredHealthy", 0, bits=INT32) or 0,
+            expected_pods=_int(status.get("expectedPods"), "status.expectedPods", 0, bits=INT32) or 0,
             disrupted_pods=disrupted,
             raw=raw,
         )
@@ -821,16 +796,14 @@ def parse_pdb(raw: dict[str, Any]) -> PodDisruptionBudget:
 
 def parse_pvc(raw: dict[str, Any]) -> PersistentVolumeClaim:
     meta = parse_meta(raw, "PersistentVolumeClaim", namespaced=True)
-    spec = _dict(raw.get("spec"), "spec") if isinstance(raw.get("spec"), dict) else {}
-    status = _dict(raw.get("status"), "status") if isinstance(raw.get("status"), dict) else {}
+    spec = mapping(raw.get("spec"), "spec") if isinstance(raw.get("spec"), dict) else {}
+    status = mapping(raw.get("status"), "status") if isinstance(raw.get("status"), dict) else {}
     res = spec.get("resources")
     try:
         if isinstance(res, dict):
             parse_resource_list(res.get("requests"), "spec.resources.requests")
             parse_resource_list(res.get("limits"), "spec.resources.limits")
-        modes = spec.get("accessModes")
-        if modes is not None and not isinstance(modes, list):
-            raise InputError(f"expected a list, got {type(modes).__name__}", field="spec.accessModes")
+        sequence(spec.get("accessModes"), "spec.accessModes")
     except InputError as e:
         raise e.located(obj=f"PersistentVolumeClaim {meta.key}") from None
     return PersistentVolumeClaim(meta, spec.get("storageClassName"), tuple(spec.get("accessModes") or ()),
@@ -840,11 +813,11 @@ def parse_pvc(raw: dict[str, Any]) -> PersistentVolumeClaim:
 def parse_workload(raw: dict[str, Any], kind: str) -> Workload:
     meta = parse_meta(raw, kind, namespaced=True)
     try:
-        spec = _dict(raw.get("spec"), "spec")
+        spec = mapping(raw.get("spec"), "spec")
         sel = spec.get("selector")
         if kind in ("Service", "ReplicationController"):
             # A map selector; an empty or missing one selects nothing for spreading purposes.
-            m = _map(sel, "spec.selector")
+            m = label_map(sel, "spec.selector")
             selector = LabelSelector(tuple(Requirement(k, "In", (v,)) for k, v in sorted(m.items()))) if m else NOTHING
         else:
             selector = parse_label_selector(sel, "spec.selector")

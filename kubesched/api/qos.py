@@ -83,9 +83,17 @@ def compute_qos(pod: Pod, pod_level_resources: bool = True) -> str:
     return qos
 
 
+_CLASS_KEYS = {True: ("qos_class", True), False: ("qos_class", False)}
+
+
 def qos_class(pod: Pod, pod_level_resources: bool = True) -> str:
-    """GetPodQOS: status.qosClass when the API server has set it, otherwise computed from the spec."""
-    status = pod.status.get("qosClass")
-    if isinstance(status, str) and status:
-        return status
-    return compute_qos(pod, pod_level_resources)
+    """GetPodQOS: status.qosClass when the API server has set it, otherwise computed from the spec.
+
+    Memoised on the pod object (a changed pod is a new object): sorters ask for it many times per cycle."""
+    key = _CLASS_KEYS[pod_level_resources]
+    cached = pod.cache.get(key)
+    if cached is None:
+        status = pod.status.get("qosClass")
+        cached = status if isinstance(status, str) and status else compute_qos(pod, pod_level_resources)
+        pod.cache[key] = cached
+    return str(cached)

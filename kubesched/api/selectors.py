@@ -255,3 +255,79 @@ def parse_node_selector(raw: Any, field: str) -> NodeSelector:
     terms = tuple(parse_node_selector_term(t, f"{field}.nodeSelectorTerms[{i}]")
                   for i, t in enumerate(_seq(raw.get("nodeSelectorTerms"), f"{field}.nodeSelectorTerms")))
     return NodeSelector(terms)
+
+
+# ---------------------------------------------------------------- string label selectors (labels.Parse)
+
+_TOKEN = re.compile(r"\s*(!=|==|=|!|,|\(|\)|>|<|[^\s!=,()<>]+)")
+
+
+def parse_label_selector_string(text: str | None, field: str) -> LabelSelector:
+    """apimachinery labels.Parse: `a=b,c!=d,e in (x,y),f notin (z),g,!h,i>5`. Empty selects everything."""
+    if text is None or not text.strip():
+        return LabelSelector()
+    tokens: list[str] = []
+    pos = 0
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if m is None:
+            if text[pos:].strip() == "":
+                break
+            raise InputError(f"invalid label selector {text!r}", field=field)
+        tokens.append(m.group(1))
+        pos = m.end()
+    reqs: list[Requirement] = []
+    i = 0
+
+    def bad(why: str) -> InputError:
+        return InputError(f"invalid label selector {text!r}: {why}", field=field)
+
+    while i < len(tokens):
+        negate = tokens[i] == "!"
+        if negate:
+            i += 1
+        if i >= len(tokens) or tokens[i] in ("=", "==", "!=", ",", "(", ")", "<", ">"):
+            raise bad("expected a label key")
+        key = tokens[i]
+        i += 1
+        if negate:
+            reqs.append(Requirement(key, "DoesNotExist", ()))
+        elif i >= len(tokens) or tokens[i] == ",":
+            reqs.append(Requirement(key, "Exists", ()))
+        elif tokens[i] in ("=", "==", "!="):
+            op = "NotIn" if tokens[i] == "!=" else "In"
+            i += 1
+            value = ""
+            if i < len(tokens) and tokens[i] not in (",", "(", ")"):
+                value = tokens[i]
+                i += 1
+            reqs.append(Requirement(key, op, (value,)))
+        elif tokens[i] in ("in", "notin"):
+            op = "In" if tokens[i] == "in" else "NotIn"
+            i += 1
+            if i >= len(tokens) or tokens[i] != "(":
+                raise bad(f"expected '(' after {tokens[i - 1]}")
+            i += 1
+            values: list[str] = []
+            while i < len(tokens) and tokens[i] != ")":
+                if tokens[i] != ",":
+                    values.append(tokens[i])
+                i += 1
+            if i >= len(tokens):
+                raise bad("expected ')'")
+            i += 1
+            reqs.append(Requirement(key, op, tuple(values) or ("",)))
+        elif tokens[i] in (">", "<"):
+            op = "Gt" if tokens[i] == ">" else "Lt"
+            i += 1
+            if i >= len(tokens) or not re.fullmatch(r"-?[0-9]+", tokens[i]):
+                raise bad(f"expected an integer after {tokens[i - 1]}")
+            reqs.append(Requirement(key, op, (tokens[i],)))
+            i += 1
+        else:
+            raise bad(f"unexpected {tokens[i]!r}")
+        if i < len(tokens):
+            if tokens[i] != ",":
+                raise bad(f"expected ',' before {tokens[i]!r}")
+            i += 1
+    return LabelSelector(tuple(reqs))

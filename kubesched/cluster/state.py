@@ -470,6 +470,12 @@ class ClusterState:
 
     def _replace_pod(self, old: Pod | None, new: Pod | None) -> None:
         """The pod store and the node accounting move from `old` to `new` (either may be None)."""
+        if (old is not None and new is not None and old.node_name == new.node_name and old.node_name
+                and old.is_terminal == new.is_terminal and old.raw.get("spec") is new.raw.get("spec")):
+            # The same spec on the same node (a status or deletion-mark change): what the pod counts on its
+            # node is unchanged, only the object it is counted as.
+            self._swap_pod(old, new)
+            return
         if old is not None:
             if old.node_name and not old.is_terminal:
                 info = self.node_info_by_name.get(old.node_name)
@@ -483,6 +489,20 @@ class ClusterState:
                 info = self.node_info_by_name.get(new.node_name)
                 if info is not None:
                     self._account(info, new, +1)
+
+    def _swap_pod(self, old: Pod, new: Pod) -> None:
+        key = new.key
+        self.pods[key] = new
+        if not new.is_terminal:
+            info = self.node_info_by_name.get(new.node_name)
+            if info is not None and key in info.pods:
+                info.pods[key] = new
+                for index in (info.pods_with_affinity, info.pods_with_required_anti_affinity,
+                              self.assigned_with_affinity, self.assigned_with_required_anti_affinity):
+                    if key in index:
+                        index[key] = new
+                info.generation += 1
+        self.pod_generation += 1
 
     # ------------------------------------------------------------ convenience wrappers
 

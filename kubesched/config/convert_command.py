@@ -21,7 +21,7 @@ from kubesched.config.convert import (
     is_old_descheduler_policy,
     is_old_scheduler_config,
 )
-from kubesched.config.descheduler_policy import parse_descheduler_policy
+from kubesched.config.descheduler_policy import PluginCatalog, parse_descheduler_policy
 from kubesched.config.scheduler_config import parse_scheduler_config
 from kubesched.diagnostics import warn
 from kubesched.errors import InputError
@@ -46,23 +46,25 @@ def convert_document(raw: dict[str, Any], file: str) -> tuple[dict[str, Any], li
                      "descheduler/v1alpha1 (to v1alpha2)", file=file, field="apiVersion")
 
 
-def _check(doc: dict[str, Any], file: str) -> None:
+def _check(doc: dict[str, Any], file: str, registry: PluginCatalog) -> None:
     """Parse the result the way the commands will, so the user hears now what they would refuse."""
     try:
         if doc.get("kind") == "KubeSchedulerConfiguration":
             parse_scheduler_config(doc, file)
         else:
-            parse_descheduler_policy(doc, file)
+            parse_descheduler_policy(doc, file, registry)
     except InputError as e:
         warn(f"the converted document is not accepted as it stands: {e.render()}", file=file)
 
 
-def convert_file(path: str, output: str = "yaml") -> str:
+def convert_file(path: str, registry: PluginCatalog, output: str = "yaml") -> str:
+    """The converted document as text; a policy's plugins are checked against `registry` (the descheduler's,
+    kubesched.descheduler.registry.default_registry())."""
     raw = read_document(path, "KubeSchedulerConfiguration or DeschedulerPolicy", KINDS)
     doc, notes = convert_document(raw, path)
     for note in notes:
         warn(note, file=path)
-    _check(doc, path)
+    _check(doc, path, registry)
     if output == "json":
         return json.dumps(doc, indent=2) + "\n"
     header = "".join(f"# {line}\n" for note in [f"converted by kubesched convert from {path}"] + notes

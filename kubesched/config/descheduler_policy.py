@@ -7,17 +7,21 @@ args when the policy gives none), and every enabled plugin checked against the e
 implements. kubesched adds a `sort` extension point; upstream's lower-case `preevictionfilter` tag and
 the camel-case `preEvictionFilter` are both accepted.
 
-A koordinator `DeschedulerConfiguration` is handed to `kubesched.descheduler.koordinator_config.convert`.
+A koordinator `DeschedulerConfiguration` is converted first (kubesched.config.koordinator_descheduler).
 """
 
 from __future__ import annotations
 
 import copy
-import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
+from kubesched.api import fields
+from kubesched.api.documents import read_document
+from kubesched.api.selectors import parse_label_selector_string
+from kubesched.config import koordinator_descheduler
 from kubesched.config.convert import convert_descheduler_policy, is_old_descheduler_policy
+from kubesched.config.plugin_args import build_args
 from kubesched.diagnostics import warn
 from kubesched.errors import InputError
 
@@ -33,7 +37,6 @@ _POINT_ALIASES = {"preevictionfilter": "preEvictionFilter", "preEvictionFilter":
 _IGNORED_POINTS = ("presort", "preSort")
 
 DEFAULT_EVICTOR = "DefaultEvictor"
-SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
 KUBERNETES_METRICS = "KubernetesMetrics"
 PROMETHEUS_METRICS = "Prometheus"
 
@@ -47,8 +50,9 @@ class PluginSet:
 @dataclass(slots=True)
 class ProfileConfig:
     name: str
-    # Plugin name → its defaulted, validated args (JSON form); every enabled plugin has an entry.
-    plugin_config: dict[str, dict[str, Any]]
+    # Plugin name → its args as the loader built them (typed for plugins with `Args`, else a dict); every
+    # enabled plugin has an entry.
+    plugin_config: dict[str, Any]
     plugins: dict[str, PluginSet]
     field: str = "profiles[0]"
 
@@ -89,347 +93,42 @@ class DeschedulerPolicy:
         return self.metrics_collector_enabled or self.metrics_provider(KUBERNETES_METRICS) is not None
 
 
-# ---------------------------------------------------------------- typed field readers
+# ---------------------------------------------------------------- reading the document
+
+
+class PluginCatalog(Protocol):
+    """What the loader needs of the descheduler's plugin registry (kubesched.descheduler.registry.Registry)."""
+
+    def __contains__(self, name: str) -> bool: ...
+
+    def names(self) -> list[str]: ...
+
+    def get(self, name: str) -> type[Any]: ...
+
+    def implements(self, name: str, point: str) -> bool: ...
 
 
 def _obj(raw: Any, fld: str, allowed: tuple[str, ...] | None = None) -> dict[str, Any]:
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict):
-        raise InputError(f"expected an object, got {type(raw).__name__}", field=fld)
-    if allowed is not None:
-        for k in raw:
-            if k not in allowed:
-                raise InputError(f"unknown field {k!r}; expected one of {', '.join(allowed)}",
-                                 field=f"{fld}.{k}" if fld else str(k))
-    return raw
-
-
-def _bool(raw: Any, fld: str) -> bool:
-    if not isinstance(raw, bool):
-        raise InputError(f"expected true or false, got {raw!r}", field=fld)
-    return raw
-
-
-def _integral(raw: Any) -> Any:
-    # YAML/JSON numbers such as 3.0 decode into Go integers; 3.5 does not.
-    return int(raw) if isinstance(raw, float) and raw.is_integer() else raw
+    """An object of the policy (None reads as empty); with `allowed`, other fields are errors."""
+    return fields.Fields(raw, fld, allowed=allowed, meta=False).raw
 
 
 def _uint(raw: Any, fld: str) -> int:
-    raw = _integral(raw)
-    if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
-        raise InputError(f"expected a non-negative integer, got {raw!r}", field=fld)
-    return raw
+    return fields.integer(raw, fld, lo=0, what="a non-negative integer", whole_floats=True)
 
 
-def _int(raw: Any, fld: str, bits: int = 32) -> int:
-    raw = _integral(raw)
-    if isinstance(raw, bool) or not isinstance(raw, int):
-        raise InputError(f"expected an integer, got {raw!r}", field=fld)
-    if not -(2 ** (bits - 1)) <= raw < 2 ** (bits - 1):
-        raise InputError(f"integer {raw} out of range for int{bits}", field=fld)
-    return raw
-
-
-def _str(raw: Any, fld: str) -> str:
-    if not isinstance(raw, str):
-        raise InputError(f"expected a string, got {raw!r}", field=fld)
-    return raw
-
-
-def _str_list(raw: Any, fld: str) -> list[str]:
-    if raw is None:
-        return []
-    if not isinstance(raw, list):
-        raise InputError(f"expected a list of strings, got {type(raw).__name__}", field=fld)
-    return [_str(v, f"{fld}[{i}]") for i, v in enumerate(raw)]
-
-
-def _int_list(raw: Any, fld: str) -> list[int]:
-    if raw is None:
-        return []
-    if not isinstance(raw, list):
-        raise InputError(f"expected a list of integers, got {type(raw).__name__}", field=fld)
-    return [_int(v, f"{fld}[{i}]") for i, v in enumerate(raw)]
-
-
-def _number(raw: Any, fld: str) -> float:
-    if isinstance(raw, bool) or not isinstance(raw, (int, float)):
-        raise InputError(f"expected a number, got {raw!r}", field=fld)
-    return float(raw)
-
-
-_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_DURATION_PART = re.compile(r"([0-9]*\.?[0-9]+)(ns|us|µs|μs|ms|s|m|h)")
-
-
-def parse_duration_seconds(raw: Any, fld: str) -> float:
-    """A Go duration (`90s`, `1h30m`, `500ms`) as seconds; a bare number is taken as nanoseconds upstream,
-    so only strings are accepted."""
-    text = _str(raw, fld).strip()
-    sign = -1.0 if text.startswith("-") else 1.0
-    body = text.lstrip("+-")
-    if body == "0":
-        return 0.0
-    pos = 0
-    total = 0.0
-    while pos < len(body):
-        m = _DURATION_PART.match(body, pos)
-        if m is None:
-            raise InputError(f"expected a duration such as 30s, 5m or 1h30m, got {raw!r}", field=fld)
-        total += float(m.group(1)) * _DURATION_UNITS[m.group(2)]
-        pos = m.end()
-    if not body:
-        raise InputError(f"expected a duration such as 30s, 5m or 1h30m, got {raw!r}", field=fld)
-    return sign * total
-
-
-def _label_selector(raw: Any, fld: str) -> dict[str, Any] | None:
-    """A metav1.LabelSelector, checked the way LabelSelectorAsSelector checks it."""
-    if raw is None:
-        return None
-    from kubesched.api.selectors import parse_label_selector
-
-    _obj(raw, fld, ("matchLabels", "matchExpressions"))
-    parse_label_selector(raw, fld)
-    return raw
-
-
-def _namespaces(raw: Any, fld: str, *, include_allowed: bool = True, both_allowed: bool = False) -> dict[str, Any] | None:
-    if raw is None:
-        return None
-    d = _obj(raw, fld, ("include", "exclude"))
-    inc = _str_list(d.get("include"), f"{fld}.include")
-    exc = _str_list(d.get("exclude"), f"{fld}.exclude")
-    if inc and not include_allowed:
-        raise InputError("only Exclude namespaces can be set, inclusion is not supported", field=f"{fld}.include")
-    if inc and exc and not both_allowed:
-        raise InputError("only one of Include/Exclude namespaces can be set", field=fld)
-    return {"include": inc, "exclude": exc}
-
-
-_TYPE_META = ("apiVersion", "kind")
-
-
-def _args(raw: Any, fld: str, allowed: tuple[str, ...]) -> dict[str, Any]:
-    d = _obj(raw, fld, allowed + _TYPE_META)
-    return {k: copy.deepcopy(v) for k, v in d.items() if k not in _TYPE_META}
-
-
-# ---------------------------------------------------------------- per-plugin validation and defaults
-
-
-def _validate_default_evictor(raw: Any, fld: str) -> dict[str, Any]:
-    a = _args(raw, fld, ("nodeSelector", "labelSelector", "namespaceLabelSelector", "priorityThreshold", "nodeFit",
-                         "minReplicas", "minPodAge", "noEvictionPolicy", "podProtections", "evictLocalStoragePods",
-                         "evictDaemonSetPods", "evictSystemCriticalPods", "ignorePvcPods", "ignorePodsWithoutPDB",
-                         "evictFailedBarePods", "nodeFitProfile"))
-    if a.get("nodeSelector") is not None:
-        from kubesched.descheduler.nodeutil import parse_label_selector_string
-
-        parse_label_selector_string(_str(a["nodeSelector"], f"{fld}.nodeSelector"), f"{fld}.nodeSelector")
-    _label_selector(a.get("labelSelector"), f"{fld}.labelSelector")
-    _label_selector(a.get("namespaceLabelSelector"), f"{fld}.namespaceLabelSelector")
-    pt = a.get("priorityThreshold")
-    if pt is not None:
-        ptd = _obj(pt, f"{fld}.priorityThreshold", ("value", "name"))
-        if ptd.get("value") is not None:
-            value = _int(ptd["value"], f"{fld}.priorityThreshold.value")
-            if value > SYSTEM_CRITICAL_PRIORITY:
-                raise InputError(f"priority threshold can't be greater than {SYSTEM_CRITICAL_PRIORITY}",
-                                 field=f"{fld}.priorityThreshold.value")
-        if ptd.get("name") is not None:
-            _str(ptd["name"], f"{fld}.priorityThreshold.name")
-        if ptd.get("value") is not None and ptd.get("name"):
-            raise InputError("priority threshold misconfigured, only one of priorityThreshold fields can be set",
-                             field=f"{fld}.priorityThreshold")
-    for b in ("nodeFit", "evictLocalStoragePods", "evictDaemonSetPods", "evictSystemCriticalPods", "ignorePvcPods",
-              "ignorePodsWithoutPDB", "evictFailedBarePods"):
-        if b in a and a[b] is not None:
-            _bool(a[b], f"{fld}.{b}")
-    if a.get("minReplicas") is not None:
-        _uint(a["minReplicas"], f"{fld}.minReplicas")
-    if a.get("minPodAge") is not None:
-        parse_duration_seconds(a["minPodAge"], f"{fld}.minPodAge")
-    nep = a.get("noEvictionPolicy")
-    if nep not in (None, "", "Preferred", "Mandatory"):
-        raise InputError(f'noEvictionPolicy accepts only ["Preferred" "Mandatory"] values, got {nep!r}',
-                         field=f"{fld}.noEvictionPolicy")
-    if a.get("nodeFitProfile") is not None:
-        _str(a["nodeFitProfile"], f"{fld}.nodeFitProfile")
-    pp = _obj(a.get("podProtections"), f"{fld}.podProtections", ("extraEnabled", "defaultDisabled", "config"))
-    extra = _str_list(pp.get("extraEnabled"), f"{fld}.podProtections.extraEnabled")
-    disabled = _str_list(pp.get("defaultDisabled"), f"{fld}.podProtections.defaultDisabled")
-    deprecated = [b for b in ("evictLocalStoragePods", "evictDaemonSetPods", "evictSystemCriticalPods", "ignorePvcPods",
-                              "evictFailedBarePods", "ignorePodsWithoutPDB") if a.get(b)]
-    if deprecated and (extra or disabled):
-        raise InputError(f"cannot use Deprecated fields ({', '.join(deprecated)}) alongside "
-                         "PodProtections.ExtraEnabled or PodProtections.DefaultDisabled", field=f"{fld}.podProtections")
-    from kubesched.descheduler.plugins.default_evictor import DEFAULT_POD_PROTECTIONS, EXTRA_POD_PROTECTIONS
-
-    for i, p in enumerate(extra):
-        if p not in EXTRA_POD_PROTECTIONS:
-            raise InputError(f"invalid pod protection policy in ExtraEnabled: {p!r}. Valid options are: "
-                             f"{', '.join(EXTRA_POD_PROTECTIONS)}", field=f"{fld}.podProtections.extraEnabled[{i}]")
-    for i, p in enumerate(disabled):
-        if p not in DEFAULT_POD_PROTECTIONS:
-            raise InputError(f"invalid pod protection policy in DefaultDisabled: {p!r}. Valid options are: "
-                             f"{', '.join(DEFAULT_POD_PROTECTIONS)}", field=f"{fld}.podProtections.defaultDisabled[{i}]")
-    if len(set(disabled)) != len(disabled):
-        raise InputError("PodProtections.DefaultDisabled contains duplicate entries",
-                         field=f"{fld}.podProtections.defaultDisabled")
-    if len(set(extra)) != len(extra):
-        raise InputError("PodProtections.ExtraEnabled contains duplicate entries", field=f"{fld}.podProtections.extraEnabled")
-    cfg = _obj(pp.get("config"), f"{fld}.podProtections.config", ("PodsWithPVC",))
-    pvc = _obj(cfg.get("PodsWithPVC"), f"{fld}.podProtections.config.PodsWithPVC", ("protectedStorageClasses",))
-    scs = pvc.get("protectedStorageClasses")
-    if scs is not None:
-        if not isinstance(scs, list):
-            raise InputError("expected a list", field=f"{fld}.podProtections.config.PodsWithPVC.protectedStorageClasses")
-        for i, sc in enumerate(scs):
-            f2 = f"{fld}.podProtections.config.PodsWithPVC.protectedStorageClasses[{i}]"
-            scd = _obj(sc, f2, ("name",))
-            if "PodsWithPVC" in extra and not scd.get("name"):
-                raise InputError(f"PodProtections.Config.PodsWithPVC.ProtectedStorageClasses[{i}] name cannot be empty",
-                                 field=f"{f2}.name")
-    return a
-
-
-def _thresholds(raw: Any, fld: str) -> dict[str, float]:
-    d = _obj(raw, fld)
-    if not d:
-        raise InputError("no resource threshold is configured", field=fld)
-    out: dict[str, float] = {}
-    for name, v in d.items():
-        pct = _number(v, f"{fld}.{name}")
-        if pct < 0 or pct > 100:
-            raise InputError(f"{name} threshold not in [0, 100] range", field=f"{fld}.{name}")
-        out[str(name)] = pct
-    return out
-
-
-def _metrics_utilization(raw: Any, fld: str) -> dict[str, Any] | None:
-    if raw is None:
-        return None
-    d = _obj(raw, fld, ("metricsServer", "source", "prometheus"))
-    out: dict[str, Any] = {}
-    if d.get("metricsServer") is not None:
-        out["metricsServer"] = _bool(d["metricsServer"], f"{fld}.metricsServer")
-    source = d.get("source")
-    if source is not None:
-        source = _str(source, f"{fld}.source")
-        if source not in ("", KUBERNETES_METRICS, PROMETHEUS_METRICS):
-            raise InputError(f"unrecognized metrics source {source!r}; expected {KUBERNETES_METRICS} or "
-                             f"{PROMETHEUS_METRICS}", field=f"{fld}.source")
-        out["source"] = source
-    if d.get("prometheus") is not None:
-        prom = _obj(d["prometheus"], f"{fld}.prometheus", ("query",))
-        out["prometheus"] = {"query": _str(prom.get("query", ""), f"{fld}.prometheus.query")}
-    if out.get("source") == KUBERNETES_METRICS and out.get("metricsServer"):
-        raise InputError(f"it is not allowed to set both {KUBERNETES_METRICS!r} source and metricsServer", field=fld)
-    if out.get("source") == KUBERNETES_METRICS and out.get("prometheus") is not None:
-        raise InputError(f"prometheus configuration is not allowed to set when source is set to {KUBERNETES_METRICS!r}",
-                         field=f"{fld}.prometheus")
-    if out.get("source") == PROMETHEUS_METRICS and not (out.get("prometheus") or {}).get("query"):
-        raise InputError(f"prometheus query is required when metrics source is set to {PROMETHEUS_METRICS!r}",
-                         field=f"{fld}.prometheus.query")
-    return out
-
-
-def _validate_low_node_utilization(raw: Any, fld: str) -> dict[str, Any]:
-    a = _args(raw, fld, ("useDeviationThresholds", "thresholds", "targetThresholds", "numberOfNodes",
-                         "metricsUtilization", "evictableNamespaces", "evictionLimits"))
-    out: dict[str, Any] = {
-        "useDeviationThresholds": _bool(a.get("useDeviationThresholds", False), f"{fld}.useDeviationThresholds"),
-        "numberOfNodes": _int(a.get("numberOfNodes", 0), f"{fld}.numberOfNodes", 64),
-    }
-    out["evictableNamespaces"] = _namespaces(a.get("evictableNamespaces"), f"{fld}.evictableNamespaces",
-                                             include_allowed=False)
-    try:
-        out["thresholds"] = _thresholds(a.get("thresholds"), f"{fld}.thresholds")
-    except InputError as e:
-        raise InputError(f"thresholds config is not valid: {e.message}", field=e.field) from None
-    try:
-        out["targetThresholds"] = _thresholds(a.get("targetThresholds"), f"{fld}.targetThresholds")
-    except InputError as e:
-        raise InputError(f"targetThresholds config is not valid: {e.message}", field=e.field) from None
-    low, high = out["thresholds"], out["targetThresholds"]
-    if len(low) != len(high) or any(name not in high for name in low):
-        raise InputError("thresholds and targetThresholds configured different resources", field=f"{fld}.targetThresholds")
-    if not out["useDeviationThresholds"]:
-        for name, v in low.items():
-            if v > high[name]:
-                raise InputError(f"thresholds' {name} percentage is greater than targetThresholds'",
-                                 field=f"{fld}.thresholds.{name}")
-    out["metricsUtilization"] = _metrics_utilization(a.get("metricsUtilization"), f"{fld}.metricsUtilization")
-    el = a.get("evictionLimits")
-    if el is not None:
-        eld = _obj(el, f"{fld}.evictionLimits", ("node",))
-        out["evictionLimits"] = {"node": None if eld.get("node") is None else _uint(eld["node"], f"{fld}.evictionLimits.node")}
-    else:
-        out["evictionLimits"] = None
-    mu = out["metricsUtilization"]
-    if mu is not None and mu.get("source") == PROMETHEUS_METRICS:
-        for key in ("thresholds", "targetThresholds"):
-            names = list(out[key])
-            if names != ["MetricResource"]:
-                raise InputError(f'{key} are expected to specify a single instance of "MetricResource" resource, '
-                                 f"got {names} instead", field=f"{fld}.{key}")
-    return out
-
-
-def _validate_high_node_utilization(raw: Any, fld: str) -> dict[str, Any]:
-    a = _args(raw, fld, ("thresholds", "numberOfNodes", "evictionModes", "evictableNamespaces"))
-    out: dict[str, Any] = {"numberOfNodes": _int(a.get("numberOfNodes", 0), f"{fld}.numberOfNodes", 64)}
-    out["evictableNamespaces"] = _namespaces(a.get("evictableNamespaces"), f"{fld}.evictableNamespaces",
-                                             include_allowed=False)
-    out["thresholds"] = _thresholds(a.get("thresholds"), f"{fld}.thresholds")
-    modes = _str_list(a.get("evictionModes"), f"{fld}.evictionModes")
-    for i, m in enumerate(modes):
-        if m != "OnlyThresholdingResources":
-            raise InputError(f"invalid eviction mode {m}", field=f"{fld}.evictionModes[{i}]")
-    out["evictionModes"] = modes
-    return out
-
-
-def _common(a: dict[str, Any], fld: str, out: dict[str, Any], label_selector: bool = True) -> None:
-    out["namespaces"] = _namespaces(a.get("namespaces"), f"{fld}.namespaces")
-    if label_selector:
-        out["labelSelector"] = _label_selector(a.get("labelSelector"), f"{fld}.labelSelector")
-
-
-# Upstream's validators and defaulters per plugin; other plugins validate through their class's
-# `validate_args(args, field)` classmethod when they define one.
-VALIDATORS: dict[str, Any] = {
-    DEFAULT_EVICTOR: _validate_default_evictor,
-    "LowNodeUtilization": _validate_low_node_utilization,
-    "HighNodeUtilization": _validate_high_node_utilization,
-}
-
-
-# Plugins that receive the validated, defaulted args produced here (the others get the policy's args).
-NORMALIZED = (DEFAULT_EVICTOR, "LowNodeUtilization", "HighNodeUtilization")
-
-
-def validate_plugin_args(name: str, raw: Any, fld: str, registry: Any = None) -> dict[str, Any]:
-    """The defaulted, validated args of one plugin (InputError naming the field when invalid)."""
-    validator = VALIDATORS.get(name)
-    if validator is not None:
-        out = validator(raw, fld)
-        if name in NORMALIZED:
-            return out  # type: ignore[no-any-return]
-        # The other strategies read their own args (and default them); they get the document's args,
-        # checked here so that a bad policy fails at load with the field named.
-        return {k: copy.deepcopy(v) for k, v in _obj(raw, fld).items() if k not in _TYPE_META}
-    args = _obj(raw, fld)
-    if registry is not None and name in registry:
-        cls = registry.get(name)
-        hook = getattr(cls, "validate_args", None)
-        if callable(hook):
-            out = hook({k: v for k, v in args.items() if k not in _TYPE_META}, fld)
-            return dict(out) if out is not None else {}
-    return {k: copy.deepcopy(v) for k, v in args.items() if k not in _TYPE_META}
+def validate_plugin_args(name: str, raw: Any, fld: str, registry: PluginCatalog) -> Any:
+    """One plugin's args, built once: typed (defaulted and validated) for a plugin that declares `Args`; for a
+    third-party plugin without, the args object — checked by its `validate_args(args, field)` when it has one."""
+    cls = registry.get(name)
+    if getattr(cls, "Args", None) is not None:
+        return build_args(cls, raw, fld)
+    args = {k: copy.deepcopy(v) for k, v in _obj(raw, fld).items() if k not in fields.META_KEYS}
+    hook = getattr(cls, "validate_args", None)
+    if callable(hook):
+        out = hook(args, fld)
+        return dict(out) if out is not None else {}
+    return args
 
 
 # ---------------------------------------------------------------- the policy
@@ -448,13 +147,13 @@ def _plugin_set(raw: Any, fld: str) -> PluginSet:
             # Upstream lists names; koordinator-style {name: X} entries are accepted too.
             if isinstance(item, dict) and isinstance(item.get("name"), str):
                 item = item["name"]
-            out.append(_str(item, f"{f}[{i}]"))
+            out.append(fields.string(item, f"{f}[{i}]"))
         return out
 
     return PluginSet(names(d.get("enabled"), f"{fld}.enabled"), names(d.get("disabled"), f"{fld}.disabled"))
 
 
-def _parse_profile(raw: Any, fld: str, registry: Any) -> ProfileConfig:
+def _parse_profile(raw: Any, fld: str, registry: PluginCatalog) -> ProfileConfig:
     d = _obj(raw, fld, ("name", "pluginConfig", "plugins"))
     name = d.get("name")
     if not isinstance(name, str) or not name:
@@ -476,7 +175,7 @@ def _parse_profile(raw: Any, fld: str, registry: Any) -> ProfileConfig:
     raw_configs = d.get("pluginConfig")
     if raw_configs is not None and not isinstance(raw_configs, list):
         raise InputError("expected a list of {name, args}", field=f"{fld}.pluginConfig")
-    configs: dict[str, dict[str, Any]] = {}
+    configs: dict[str, Any] = {}
     for i, pc in enumerate(raw_configs or []):
         f2 = f"{fld}.pluginConfig[{i}]"
         pcd = _obj(pc, f2, ("name", "args"))
@@ -495,10 +194,9 @@ def _parse_profile(raw: Any, fld: str, registry: Any) -> ProfileConfig:
         if DEFAULT_EVICTOR not in plugins[point].enabled:
             plugins[point].enabled.insert(0, DEFAULT_EVICTOR)
     if DEFAULT_EVICTOR not in configs:
-        configs = {DEFAULT_EVICTOR: validate_plugin_args(DEFAULT_EVICTOR, {}, f"{fld}.pluginConfig[DefaultEvictor].args"),
+        configs = {DEFAULT_EVICTOR: validate_plugin_args(DEFAULT_EVICTOR, {}, f"{fld}.pluginConfig[DefaultEvictor].args",
+                                                       registry),
                    **configs}
-
-    from kubesched.descheduler.registry import POINT_TYPES
 
     for point in POINTS:
         for j, pname in enumerate(plugins[point].enabled):
@@ -506,8 +204,7 @@ def _parse_profile(raw: Any, fld: str, registry: Any) -> ProfileConfig:
             if pname not in registry:
                 raise InputError(f"profile {name!r} configures {point} extension point of non-existing plugin "
                                  f"{pname!r}; known plugins: {', '.join(registry.names())}", field=f2)
-            cls = registry.get(pname)
-            if not issubclass(cls, POINT_TYPES[point]):
+            if not registry.implements(pname, point):
                 raise InputError(f"profile {name!r} configures {point} extension point of plugin {pname!r}, which does "
                                  f"not implement it", field=f2)
             if pname not in configs:
@@ -521,12 +218,9 @@ def _parse_profile(raw: Any, fld: str, registry: Any) -> ProfileConfig:
     return ProfileConfig(name=name, plugin_config=configs, plugins=plugins, field=fld)
 
 
-def parse_descheduler_policy(raw: Any, source: str = "<policy>", registry: Any = None) -> DeschedulerPolicy:
-    """Validate and default a DeschedulerPolicy document (or convert a koordinator DeschedulerConfiguration)."""
-    if registry is None:
-        from kubesched.descheduler.registry import default_registry
-
-        registry = default_registry()
+def parse_descheduler_policy(raw: Any, source: str, registry: PluginCatalog) -> DeschedulerPolicy:
+    """Validate and default a DeschedulerPolicy document (or convert a koordinator DeschedulerConfiguration);
+    every plugin's args are built with `registry`'s classes (kubesched.descheduler.registry.default_registry())."""
     try:
         if is_old_descheduler_policy(raw):
             raw, notes = convert_descheduler_policy(raw)
@@ -544,20 +238,12 @@ def _kind_of(raw: Any) -> str:
     return kind if isinstance(kind, str) and kind else KIND
 
 
-def _parse(raw: Any, source: str, registry: Any) -> DeschedulerPolicy:
+def _parse(raw: Any, source: str, registry: PluginCatalog) -> DeschedulerPolicy:
     if not isinstance(raw, dict):
         raise InputError(f"expected a {KIND} object, got {type(raw).__name__}")
     kind = raw.get("kind")
     if kind == KOORDINATOR_KIND:
-        # The load-aware helper's converter, imported only for this kind.
-        import importlib
-
-        try:
-            koordinator_config = importlib.import_module("kubesched.descheduler.koordinator_config")
-        except ImportError as e:
-            raise InputError(f"koordinator {KOORDINATOR_KIND} is not supported in this installation ({e})",
-                             field="kind") from None
-        converted = koordinator_config.convert(raw, source)
+        converted = koordinator_descheduler.convert(raw, source)
         if isinstance(converted, DeschedulerPolicy):
             converted.kind = KOORDINATOR_KIND
             return converted
@@ -574,9 +260,7 @@ def _parse(raw: Any, source: str, registry: Any) -> DeschedulerPolicy:
                        "metricsCollector", "metricsProviders", "gracePeriodSeconds", "metadata"))
     policy = DeschedulerPolicy(source=source)
     if d.get("nodeSelector") is not None:
-        from kubesched.descheduler.nodeutil import parse_label_selector_string
-
-        policy.node_selector = _str(d["nodeSelector"], "nodeSelector")
+        policy.node_selector = fields.string(d["nodeSelector"], "nodeSelector")
         parse_label_selector_string(policy.node_selector, "nodeSelector")
     for key, attr in (("maxNoOfPodsToEvictPerNode", "max_pods_to_evict_per_node"),
                       ("maxNoOfPodsToEvictPerNamespace", "max_pods_to_evict_per_namespace"),
@@ -584,13 +268,14 @@ def _parse(raw: Any, source: str, registry: Any) -> DeschedulerPolicy:
         if d.get(key) is not None:
             setattr(policy, attr, _uint(d[key], key))
     if d.get("evictionFailureEventNotification") is not None:
-        policy.eviction_failure_event_notification = _bool(d["evictionFailureEventNotification"],
+        policy.eviction_failure_event_notification = fields.boolean(d["evictionFailureEventNotification"],
                                                             "evictionFailureEventNotification")
     if d.get("gracePeriodSeconds") is not None:
-        policy.grace_period_seconds = _int(d["gracePeriodSeconds"], "gracePeriodSeconds", 64)
+        policy.grace_period_seconds = fields.integer(d["gracePeriodSeconds"], "gracePeriodSeconds", bits=fields.INT64,
+                                                   whole_floats=True)
     mc = _obj(d.get("metricsCollector"), "metricsCollector", ("enabled",))
     if mc.get("enabled") is not None:
-        policy.metrics_collector_enabled = _bool(mc["enabled"], "metricsCollector.enabled")
+        policy.metrics_collector_enabled = fields.boolean(mc["enabled"], "metricsCollector.enabled")
 
     raw_profiles = d.get("profiles")
     if raw_profiles is not None and not isinstance(raw_profiles, list):
@@ -610,7 +295,7 @@ def _parse(raw: Any, source: str, registry: Any) -> DeschedulerPolicy:
     for i, mp in enumerate(raw_providers or []):
         f2 = f"metricsProviders[{i}]"
         mpd = _obj(mp, f2, ("source", "prometheus"))
-        src = _str(mpd.get("source", ""), f"{f2}.source")
+        src = fields.string(mpd.get("source", ""), f"{f2}.source")
         if src in seen:
             raise InputError(f"metric provider {src!r} is already configured, each source can be configured only once",
                              field=f"{f2}.source")
@@ -628,7 +313,7 @@ def _parse(raw: Any, source: str, registry: Any) -> DeschedulerPolicy:
             url = prom.get("url")
             if not url:
                 raise InputError("prometheus URL is required when prometheus is enabled", field=f"{f2}.prometheus.url")
-            _str(url, f"{f2}.prometheus.url")
+            fields.string(url, f"{f2}.prometheus.url")
             if prom.get("authToken") is not None:
                 at = _obj(prom["authToken"], f"{f2}.prometheus.authToken", ("secretReference",))
                 ref = at.get("secretReference")
@@ -646,8 +331,6 @@ def _parse(raw: Any, source: str, registry: Any) -> DeschedulerPolicy:
     return policy
 
 
-def load_descheduler_policy(path: str, registry: Any = None) -> DeschedulerPolicy:
-    from kubesched.api.documents import read_document
-
+def load_descheduler_policy(path: str, registry: PluginCatalog) -> DeschedulerPolicy:
     raw = read_document(path, KIND, (KIND, KOORDINATOR_KIND))
     return parse_descheduler_policy(raw, str(path), registry)

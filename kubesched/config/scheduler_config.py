@@ -2,7 +2,8 @@
 
 Profiles are merged with the default plugin set exactly as upstream's `mergePlugins` does (defaults
 first, `disabled` names or `*` removed, a re-enabled default replaced in place, other custom plugins
-appended); plugin args are defaulted by each plugin (`Plugin.default_args`) when the framework builds.
+appended); plugin args stay documents here: the Framework builds each plugin's typed args (its `Args`)
+once, with the plugin's defaults and validation.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubesched.api import fields
+from kubesched.api.documents import read_document
 from kubesched.config.convert import V1_INVALID_PLUGINS, convert_scheduler_config, is_old_scheduler_config
 from kubesched.diagnostics import warn
 from kubesched.errors import InputError
@@ -117,11 +120,12 @@ TOP_FIELDS = ("apiVersion", "kind", "parallelism", "leaderElection", "clientConn
 PROFILE_FIELDS = ("schedulerName", "percentageOfNodesToScore", "plugins", "pluginConfig")
 
 
+# kube-scheduler decodes its configuration strictly: any other field is an error.
+STRICT = 'unknown field "{key}" (kube-scheduler decodes its configuration strictly); expected one of {allowed}'
+
+
 def _strict(raw: dict[str, Any], allowed: tuple[str, ...], field: str) -> None:
-    for k in raw:
-        if k not in allowed:
-            raise InputError(f'unknown field "{k}" (kube-scheduler decodes its configuration strictly); expected one '
-                             f"of {', '.join(allowed)}", field=f"{field}.{k}" if field else str(k))
+    fields.check_known(raw, field, allowed, message=STRICT, meta=False)
 
 
 def _parse_plugin_set(raw: Any, field: str) -> PluginSet:
@@ -140,9 +144,8 @@ def _parse_plugin_set(raw: Any, field: str) -> PluginSet:
                 raise InputError("expected a plugin with a name", field=f)
             _strict(item, ("name", "weight"), f)
             if which == "enabled":
-                w = item.get("weight")
-                if w is not None and (isinstance(w, bool) or not isinstance(w, int) or not 0 <= w < 2**31):
-                    raise InputError(f"expected a non-negative int32 weight, got {w!r}", field=f"{f}.weight")
+                w = fields.optional_integer(item.get("weight"), f"{f}.weight", lo=0, bits=fields.INT32,
+                                            what="a non-negative int32 weight")
                 if item["name"] in V1_INVALID_PLUGINS:
                     raise InputError(f'Invalid value: "{item["name"]}": was invalid in version "{API_VERSIONS[0]}" '
                                      f'(KubeSchedulerConfiguration is version "{API_VERSIONS[0]}")', field=f)
@@ -156,13 +159,10 @@ def _parse_plugin_set(raw: Any, field: str) -> PluginSet:
 
 
 def _percentage(raw: Any, field: str) -> int | None:
-    if raw is None:
-        return None
-    if isinstance(raw, bool) or not isinstance(raw, int):
-        raise InputError(f"expected an integer from 0 to 100, got {raw!r}", field=field)
-    if raw < 0 or raw > 100:
-        raise InputError(f"Invalid value: {raw}: not in valid range [0-100]", field=field)
-    return raw
+    value = fields.optional_integer(raw, field, what="an integer from 0 to 100")
+    if value is not None and not 0 <= value <= 100:
+        raise InputError(f"Invalid value: {value}: not in valid range [0-100]", field=field)
+    return value
 
 
 def parse_profile(raw: Any, field: str, only: bool = True) -> Profile:
@@ -242,23 +242,19 @@ def _parse(raw: Any, source: str) -> SchedulerConfig:
         if n in names[:i]:
             raise InputError(f'Duplicate value: "{n}"', field=f"profiles[{i}].schedulerName")
     _common_queue_sort(profiles_raw, profiles)
-    parallelism = raw.get("parallelism")
-    if parallelism is not None and (isinstance(parallelism, bool) or not isinstance(parallelism, int)
-                                    or parallelism <= 0 or parallelism >= 2**31):
-        raise InputError(f"Invalid value: {parallelism!r}: should be an integer value greater than zero",
+    parallelism = fields.optional_integer(raw.get("parallelism"), "parallelism", bits=fields.INT32)
+    if parallelism is not None and parallelism <= 0:
+        raise InputError(f"Invalid value: {parallelism}: should be an integer value greater than zero",
                          field="parallelism")
     if raw.get("extenders"):
         warn("extenders are not run by kubesched: the scheduling here is what the profiles' plugins decide alone",
              file=source, obj=KIND, field="extenders")
 
     def seconds(key: str, default: float) -> float:
-        v = raw.get(key)
+        v = fields.optional_integer(raw.get(key), key, bits=fields.INT64, whole_floats=True,
+                                    what="an integer number of seconds")
         if v is None:
             return default
-        if isinstance(v, float) and v.is_integer():
-            v = int(v)
-        if isinstance(v, bool) or not isinstance(v, int) or v >= 2**63:
-            raise InputError(f"expected an integer number of seconds, got {v!r}", field=key)
         if v <= 0:
             raise InputError(f"Invalid value: {v}: must be greater than 0", field=key)
         return float(v)
@@ -294,6 +290,4 @@ def _common_queue_sort(raw_profiles: list[Any], profiles: list[Profile]) -> None
 def load_scheduler_config(path: str | None) -> SchedulerConfig:
     if path is None:
         return default_config()
-    from kubesched.api.documents import read_document
-
     return parse_scheduler_config(read_document(path, KIND), source=path)

@@ -7,17 +7,33 @@ evictions. The table lists the evictions and the per-node summary.
 
 from __future__ import annotations
 
+import gc
 from datetime import datetime
 from fractions import Fraction
 from typing import Any
 
+from rich.console import Console
+from rich.table import Table
+
 from kubesched.api.objects import Node
 from kubesched.api.quantity import milli_value_of, value_of
+from kubesched.api.selectors import parse_label_selector_string
+from kubesched.api.snapshot import load_snapshot
 from kubesched.client.inprocess import InProcessAPIServer
+from kubesched.cluster.state import ClusterState
+from kubesched.config.descheduler_policy import load_descheduler_policy
+from kubesched.config.scheduler_config import load_scheduler_config
 from kubesched.descheduler import podutil
+from kubesched.descheduler.descheduler import Descheduler
 from kubesched.descheduler.framework import DeschedulerServices
+from kubesched.descheduler.loadaware_coherence import check as check_coherence
+from kubesched.descheduler.metricscollector import MetricsCollector, read_metrics_objects
+from kubesched.descheduler.plugins.nodeutilization import KUBERNETES_METRICS, PROMETHEUS_METRICS
+from kubesched.descheduler.registry import default_registry
 from kubesched.diagnostics import warn
 from kubesched.errors import InputError
+from kubesched.metrics.loader import load_metrics, source_from_address
+from kubesched.metrics.prometheus import DeschedulerPrometheusClient, PrometheusClient
 
 SUMMARY_RESOURCES = ("cpu", "memory", "pods")
 TABLE_NODE_LIMIT = 60
@@ -35,10 +51,12 @@ def _usage_basis(pol: Any) -> str | None:
         for name in ("LowNodeUtilization", "HighNodeUtilization"):
             if name not in prof.enabled("balance"):
                 continue
-            mu = (prof.plugin_config.get(name) or {}).get("metricsUtilization") or {}
-            if mu.get("source") == "Prometheus":
+            mu = getattr(prof.plugin_config.get(name), "metrics_utilization", None)
+            if mu is None:
+                continue
+            if mu.source == PROMETHEUS_METRICS:
                 basis = basis or "prometheus"
-            elif mu.get("metricsServer") or mu.get("source") == "KubernetesMetrics":
+            elif mu.metrics_server or mu.source == KUBERNETES_METRICS:
                 basis = "metrics"
         if "LowNodeLoad" in prof.enabled("balance"):
             basis = "metrics"
@@ -91,22 +109,13 @@ def _utilization(cluster: Any, nodes: list[Node], removed: dict[str, list[Any]],
 def deschedule_command(snapshot: str | Any, policy: str, metrics: str | None, min_ready_nodes: int,
                        scheduler_config: str | None, now: datetime, seed: int,
                        enforce_pdbs: bool = False) -> dict[str, Any]:
-    from kubesched.api.snapshot import load_snapshot
-    from kubesched.cluster.state import ClusterState
-    from kubesched.config.descheduler_policy import load_descheduler_policy
-    from kubesched.descheduler.descheduler import Descheduler
-    from kubesched.descheduler.metricscollector import MetricsCollector, read_metrics_objects
-    from kubesched.descheduler.nodeutil import parse_label_selector_string
-
     if min_ready_nodes < 0:
         raise InputError(f"expected a non-negative number, got {min_ready_nodes}", field="--min-ready-nodes")
-    pol = load_descheduler_policy(policy)
+    pol = load_descheduler_policy(policy, default_registry())
     snap = load_snapshot(snapshot) if isinstance(snapshot, str) else snapshot
     cluster = ClusterState.from_snapshot(snap)
     metric_objects: list[dict[str, Any]] = []
     services = DeschedulerServices(seed=seed, snapshot=snap)
-    from kubesched.metrics.loader import source_from_address
-
     live = source_from_address(metrics) if metrics is not None else None
     if live is not None:
         services.usage = live.fetch(now)  # an address (load-watcher, Prometheus, metrics-server), read once
@@ -119,11 +128,6 @@ def deschedule_command(snapshot: str | Any, policy: str, metrics: str | None, mi
             others = [d for d in others if not _is_prometheus_response(d)]
         if others:
             # Another kind of usage (load-watcher WatcherMetrics, ...) for load-aware strategies.
-            try:
-                from kubesched.metrics.loader import load_metrics  # type: ignore[import-not-found,unused-ignore]
-            except ImportError:
-                raise InputError("not metrics.k8s.io NodeMetrics/PodMetrics objects, and no loader for other "
-                                 "metrics formats is installed", file=metrics) from None
             services.usage = load_metrics(metrics, now)
         services.metric_objects = metric_objects  # for usage-based strategies that read the objects (LowNodeLoad)
     collector = MetricsCollector.from_cluster(
@@ -132,19 +136,12 @@ def deschedule_command(snapshot: str | Any, policy: str, metrics: str | None, mi
     url = (provider.prometheus or {}).get("url") if provider is not None else None
     if url and services.prometheus_client is None:
         # The policy's Prometheus provider, asked at --now (the authToken secret cannot be read offline).
-        from kubesched.metrics.prometheus import DeschedulerPrometheusClient, PrometheusClient
-
         services.prometheus_client = DeschedulerPrometheusClient(PrometheusClient(str(url)), now.timestamp())
     sched_cfg = None
     warnings: list[str] = []
     if scheduler_config is not None:
-        from kubesched.config.scheduler_config import load_scheduler_config
-
         sched_cfg = load_scheduler_config(scheduler_config)
         # Warn when the scheduler's and the descheduler's usage thresholds are set up to fight.
-
-        from kubesched.descheduler.loadaware_coherence import check as check_coherence
-
         warnings = check_coherence(sched_cfg, pol)
         for w in warnings:
             warn(w)
@@ -158,8 +155,6 @@ def deschedule_command(snapshot: str | Any, policy: str, metrics: str | None, mi
                     min_ready_nodes=min_ready_nodes, services=services)
     # The snapshot's objects live through the cycle: keep the cyclic GC from rescanning them on every
     # collection (on a large cluster that scanning costs more than the cycle itself).
-    import gc
-
     gc.freeze()
     try:
         result = d.run_cycle(now, metrics=collector)
@@ -221,10 +216,7 @@ def _fmt(v: float | None) -> str:
 
 
 def deschedule_table(data: dict[str, Any]) -> None:
-    from rich.table import Table
-
-    from kubesched.report.text import console
-
+    console = Console()
     if data.get("skipped"):
         console.print(f"[yellow]{data['skipped']}[/yellow]")
     for err in data.get("errors") or []:

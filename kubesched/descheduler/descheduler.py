@@ -18,10 +18,12 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from kubesched.api.objects import Node
+from kubesched.api.selectors import parse_label_selector_string
 from kubesched.client.inprocess import InProcessAPIServer
 from kubesched.client.interface import Client
 from kubesched.cluster.state import ClusterState
 from kubesched.config.descheduler_policy import DeschedulerPolicy, ProfileConfig
+from kubesched.config.plugin_args import build_args
 from kubesched.descheduler import nodeutil
 from kubesched.descheduler.evictor import EvictionRecord, PodEvictor, ProfileEvictor
 from kubesched.descheduler.framework import (
@@ -80,7 +82,7 @@ class Descheduler:
         self.now = now
         self.registry = registry or default_registry()
         self.min_ready_nodes = min_ready_nodes
-        self.node_selector = nodeutil.parse_label_selector_string(policy.node_selector, "nodeSelector")
+        self.node_selector = parse_label_selector_string(policy.node_selector, "nodeSelector")
         self.client: Client = (client if client is not None else
                                InProcessAPIServer(cluster, lambda: self.now.timestamp(), enforce_pdbs=False))
         self.pod_evictor = PodEvictor(self.client, max_pods_to_evict_per_node=policy.max_pods_to_evict_per_node,
@@ -106,11 +108,16 @@ class Descheduler:
                     names.append(n)
         for n in names:
             cls = self.registry.get(n)
+            where = f"{cfg.field}.pluginConfig[{n}].args"
             try:
-                plugins[n] = cls(cfg.plugin_config.get(n), handle)
+                # The policy loader built every enabled plugin's args once; a policy assembled in code may lack some.
+                args = cfg.plugin_config[n] if n in cfg.plugin_config else build_args(cls, None, where)
             except InputError as e:
-                raise e.located(file=self.policy.source, obj=self.policy.kind,
-                                field_prefix=f"{cfg.field}.pluginConfig[{n}].args") from None
+                raise e.located(file=self.policy.source, obj=self.policy.kind) from None
+            try:
+                plugins[n] = cls(args, handle)
+            except InputError as e:
+                raise e.located(file=self.policy.source, obj=self.policy.kind, field_prefix=where) from None
         evictor.filters = _of(plugins, cfg.plugins["filter"].enabled, EvictorPlugin)
         evictor.pre_eviction_filters = _of(plugins, cfg.plugins["preEvictionFilter"].enabled, EvictorPlugin)
         evictor.sorters = _of(plugins, cfg.plugins["sort"].enabled, SortPlugin)

@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Protocol
 from kubesched.api.objects import Node, Pod
 from kubesched.api.snapshot import Snapshot
 from kubesched.cluster.state import ClusterState
+from kubesched.config.plugin_args import NoArgs, PluginArgs
 from kubesched.metrics.base import Metrics
 
 
@@ -110,13 +111,27 @@ class Handle:
 
 
 class DeschedulerPlugin:
-    """Base of every descheduler plugin; `args` is the plugin's pluginConfig args (a dict)."""
+    """Base of every descheduler plugin.
+
+    A plugin with typed args declares `Args` (a PluginArgs subclass: upstream's types.go, defaults.go and
+    validation.go); the policy loader builds them once and the descheduler passes them. A plugin without
+    `Args` gets its pluginConfig args as a dict (what its optional `validate_args(args, field)` returned).
+    """
 
     name: ClassVar[str] = ""
+    Args: ClassVar[type[PluginArgs] | None] = None
+    args: Any
 
-    def __init__(self, args: dict[str, Any] | None, handle: Handle) -> None:
-        self.args = args or {}
+    def __init__(self, args: Any, handle: Handle) -> None:
+        self.args = args if args is not None else {}
         self.handle = handle
+
+    @classmethod
+    def default_args(cls) -> dict[str, Any] | None:
+        """The plugin's defaulted args (from its typed defaults), or None when it takes none."""
+        if cls.Args is None or issubclass(cls.Args, NoArgs):
+            return None
+        return cls.Args().to_raw()
 
 
 class DeschedulePlugin(DeschedulerPlugin):

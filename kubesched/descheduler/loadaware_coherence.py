@@ -19,7 +19,17 @@ cluster mean) cannot be compared statically and are reported as such.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+
+from kubesched.cluster.state import ClusterState
+from kubesched.config.descheduler_policy import DeschedulerPolicy
+from kubesched.config.scheduler_config import SchedulerConfig
+from kubesched.descheduler.plugins.low_node_load import LowNodeLoadArgs
+from kubesched.descheduler.plugins.low_node_utilization import LowNodeUtilizationArgs
+from kubesched.scheduler.framework import Handle
+from kubesched.scheduler.plugins.load_aware_scheduling import LoadAwareScheduling
+from kubesched.scheduler.plugins.trimaran.target_load_packing import TargetLoadPacking
+from kubesched.scheduler.registry import Registry
+from kubesched.scheduler.runtime import build_frameworks
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,68 +42,66 @@ class Limit:
     prod: bool = False  # about the usage of koord-prod pods only (prod thresholds)
 
 
-def scheduler_limits(config: Any) -> list[Limit]:
+def scheduler_limits(config: SchedulerConfig) -> list[Limit]:
     """The usage levels each scheduler profile packs nodes up to (built as the scheduler builds them)."""
-    from kubesched.cluster.state import ClusterState
-    from kubesched.scheduler.framework import Handle
-    from kubesched.scheduler.registry import Registry
-    from kubesched.scheduler.runtime import build_frameworks
-
     cluster = ClusterState()
     frameworks = build_frameworks(config, Registry(), lambda: Handle(cluster))
     out: list[Limit] = []
     for name, fwk in frameworks.items():
         for pl in fwk.filter:
-            if pl.name == "LoadAwareScheduling":
-                for r, pct in sorted(getattr(pl, "usage_thresholds", {}).items()):
+            if isinstance(pl, LoadAwareScheduling):
+                for r, pct in sorted(pl.args.usage_thresholds.items()):
                     if pct > 0:
                         out.append(Limit(r, float(pct), f"scheduler profile {name!r} LoadAwareScheduling "
                                                         f"usageThresholds.{r} {pct}%"))
-                for r, pct in sorted(getattr(pl, "prod_usage_thresholds", {}).items()):
+                for r, pct in sorted(pl.args.prod_usage_thresholds.items()):
                     if pct > 0:
                         out.append(Limit(r, float(pct), f"scheduler profile {name!r} LoadAwareScheduling "
                                                         f"prodUsageThresholds.{r} {pct}%", prod=True))
         for spl in fwk.score:
-            if spl.name == "TargetLoadPacking":
-                target = float(getattr(spl, "target", 0))
+            if isinstance(spl, TargetLoadPacking):
+                target = float(spl.args.target_utilization)
                 out.append(Limit("cpu", target, f"scheduler profile {name!r} TargetLoadPacking targetUtilization "
                                                 f"{target:g}%"))
     return out
 
 
-def descheduler_thresholds(policy: Any) -> tuple[list[Limit], list[Limit], list[str]]:
+def descheduler_thresholds(policy: DeschedulerPolicy) -> tuple[list[Limit], list[Limit], list[str]]:
     """(high thresholds, low thresholds, notes) of the usage-based balance plugins of every profile."""
     highs: list[Limit] = []
     lows: list[Limit] = []
     notes: list[str] = []
     for prof in policy.profiles:
         enabled = prof.enabled("balance")
-        if "LowNodeLoad" in enabled:
-            args = prof.plugin_config.get("LowNodeLoad") or {}
-            for pool in args.get("nodePools") or []:
-                where = f"descheduler profile {prof.name!r} LowNodeLoad pool {pool.get('name')!r}"
-                if pool.get("useDeviationThresholds"):
+        lnl = prof.plugin_config.get("LowNodeLoad")
+        if "LowNodeLoad" in enabled and isinstance(lnl, LowNodeLoadArgs):
+            for pool in lnl.node_pools:
+                where = f"descheduler profile {prof.name!r} LowNodeLoad pool {pool.name!r}"
+                if pool.use_deviation_thresholds:
                     notes.append(f"{where} uses deviation thresholds (relative to the mean usage): not compared")
                     continue
-                for key, into, prod in (("highThresholds", highs, False), ("lowThresholds", lows, False),
-                                        ("prodHighThresholds", highs, True), ("prodLowThresholds", lows, True)):
-                    for r, pct in sorted((pool.get(key) or {}).items()):
+                for key, values, into, prod in (("highThresholds", pool.high_thresholds, highs, False),
+                                                ("lowThresholds", pool.low_thresholds, lows, False),
+                                                ("prodHighThresholds", pool.prod_high_thresholds, highs, True),
+                                                ("prodLowThresholds", pool.prod_low_thresholds, lows, True)):
+                    for r, pct in sorted((values or {}).items()):
                         into.append(Limit(r, float(pct), f"{where} {key}.{r} {pct:g}%", prod))
-        if "LowNodeUtilization" in enabled:
-            args = prof.plugin_config.get("LowNodeUtilization") or {}
-            if not args.get("metricsUtilization"):
+        lnu = prof.plugin_config.get("LowNodeUtilization")
+        if "LowNodeUtilization" in enabled and isinstance(lnu, LowNodeUtilizationArgs):
+            if lnu.metrics_utilization is None or lnu.metrics_utilization.unset:
                 continue  # requests, not usage: another measure than the scheduler's
             where = f"descheduler profile {prof.name!r} LowNodeUtilization (actual usage)"
-            if args.get("useDeviationThresholds"):
+            if lnu.use_deviation_thresholds:
                 notes.append(f"{where} uses deviation thresholds (relative to the mean usage): not compared")
                 continue
-            for key, into in (("targetThresholds", highs), ("thresholds", lows)):
-                for r, pct in sorted((args.get(key) or {}).items()):
+            for key, values, into in (("targetThresholds", lnu.target_thresholds, highs),
+                                      ("thresholds", lnu.thresholds, lows)):
+                for r, pct in sorted(values.items()):
                     into.append(Limit(r, float(pct), f"{where} {key}.{r} {pct:g}%"))
     return highs, lows, notes
 
 
-def check(scheduler_config: Any, policy: Any) -> list[str]:
+def check(scheduler_config: SchedulerConfig, policy: DeschedulerPolicy) -> list[str]:
     """Warnings for every pair of settings that would make the scheduler and the descheduler fight."""
     limits = scheduler_limits(scheduler_config)
     highs, lows, notes = descheduler_thresholds(policy)

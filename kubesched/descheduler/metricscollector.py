@@ -23,6 +23,7 @@ from typing import Any
 from kubesched.api.objects import parse_resource_list, parse_time
 from kubesched.api.quantity import milli_value_of, value_of
 from kubesched.api.selectors import LabelSelector
+from kubesched.api.snapshot import read_documents
 from kubesched.cluster.state import ClusterState
 from kubesched.errors import InputError
 
@@ -185,8 +186,6 @@ class MetricsCollector:
 
 def read_metrics_objects(path: str) -> tuple[list[dict[str, Any]], list[Any]]:
     """A `--metrics` file split into metrics.k8s.io objects and every other document (load-watcher, ...)."""
-    from kubesched.api.snapshot import read_documents
-
     docs = read_documents(path)
     objects: list[dict[str, Any]] = []
     others: list[Any] = []

@@ -12,6 +12,7 @@ from fractions import Fraction
 from typing import Any
 
 from kubesched.api.objects import OwnerReference, Pod
+from kubesched.api.qos import BEST_EFFORT, BURSTABLE, GUARANTEED, qos_class
 from kubesched.api.resources import pod_requests
 from kubesched.cluster.state import ClusterState
 
@@ -21,9 +22,6 @@ EVICT_POD_ANNOTATION = "descheduler.alpha.kubernetes.io/evict"
 PREFER_NO_EVICTION_ANNOTATION = "descheduler.alpha.kubernetes.io/prefer-no-eviction"
 SYSTEM_CRITICAL_PRIORITY = 2 * 1_000_000_000
 
-BEST_EFFORT = "BestEffort"
-BURSTABLE = "Burstable"
-GUARANTEED = "Guaranteed"
 _QOS_RANK = {BEST_EFFORT: 0, BURSTABLE: 1, GUARANTEED: 2}
 
 PodFilter = Callable[[Pod], bool]
@@ -98,72 +96,16 @@ def owner_ref_uids(pod: Pod) -> list[str]:
 # ---------------------------------------------------------------- QoS
 
 
-def _qos_local(pod: Pod) -> str:
-    """v1qos.GetPodQOS over containers and init containers (the descheduler's copy)."""
-    requests: dict[str, Fraction] = {}
-    limits: dict[str, Fraction] = {}
-    guaranteed = True
-    for c in list(pod.containers) + list(pod.init_containers):
-        for name, q in c.requests.items():
-            if name in ("cpu", "memory") and q > 0:
-                requests[name] = requests.get(name, Fraction(0)) + q
-        found = set()
-        for name, q in c.limits.items():
-            if name in ("cpu", "memory") and q > 0:
-                found.add(name)
-                limits[name] = limits.get(name, Fraction(0)) + q
-        if not {"cpu", "memory"} <= found:
-            guaranteed = False
-    if not requests and not limits:
-        return BEST_EFFORT
-    if guaranteed:
-        for name, req in requests.items():
-            if limits.get(name) != req:
-                guaranteed = False
-                break
-    if guaranteed and len(requests) == len(limits):
-        return GUARANTEED
-    return BURSTABLE
-
-
-def _qos_function() -> Callable[[Pod], str]:
-    try:  # the kubelet helper's implementation, when present (pod-level resources included)
-        from kubesched.api.qos import qos_class  # type: ignore[import-not-found,unused-ignore]
-
-        return qos_class  # type: ignore[no-any-return,unused-ignore]
-    except ImportError:
-        return _qos_local
-
-
-_QOS: Callable[[Pod], str] | None = None
-
-
-def pod_qos(pod: Pod) -> str:
-    """utils.GetPodQOS: status.qosClass when the API server has set it, else computed."""
-    cached = pod.cache.get("desched_qos")
-    if cached is None:
-        global _QOS
-        status_qos = pod.status.get("qosClass")
-        if isinstance(status_qos, str) and status_qos:
-            cached = status_qos
-        else:
-            if _QOS is None:
-                _QOS = _qos_function()
-            cached = str(_QOS(pod))
-        pod.cache["desched_qos"] = cached
-    return str(cached)
-
-
 def is_best_effort_pod(pod: Pod) -> bool:
-    return pod_qos(pod) == BEST_EFFORT
+    return qos_class(pod) == BEST_EFFORT
 
 
 def is_burstable_pod(pod: Pod) -> bool:
-    return pod_qos(pod) == BURSTABLE
+    return qos_class(pod) == BURSTABLE
 
 
 def is_guaranteed_pod(pod: Pod) -> bool:
-    return pod_qos(pod) == GUARANTEED
+    return qos_class(pod) == GUARANTEED
 
 
 # ---------------------------------------------------------------- ordering
@@ -173,7 +115,7 @@ def priority_qos_key(pod: Pod) -> tuple[int, int, int, int]:
     """The key of SortPodsBasedOnPriorityLowToHigh: pods without priority first, then lower priority,
     then BestEffort < Burstable < Guaranteed, then pods without the prefer-no-eviction annotation."""
     prio = pod.priority
-    return (0 if prio is None else 1, prio or 0, _QOS_RANK.get(pod_qos(pod), 1), int(have_no_eviction_annotation(pod)))
+    return (0 if prio is None else 1, prio or 0, _QOS_RANK.get(qos_class(pod), 1), int(have_no_eviction_annotation(pod)))
 
 
 def sort_pods_based_on_priority_low_to_high(pods: list[Pod]) -> list[Pod]:

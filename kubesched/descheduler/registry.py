@@ -67,6 +67,10 @@ class Registry(LazyRegistry[DeschedulerPlugin]):
     entry_point_group = ENTRY_POINT_GROUP
     what = "descheduler plugin"
 
+    def implements(self, name: str, point: str) -> bool:
+        """Whether plugin `name` can be enabled at extension point `point` (deschedule, balance, filter, ...)."""
+        return issubclass(self.get(name), POINT_TYPES[point])
+
 
 _DEFAULT: Registry | None = None
 

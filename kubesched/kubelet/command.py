@@ -7,6 +7,7 @@ from datetime import datetime
 from fractions import Fraction
 from typing import Any
 
+from rich.console import Console
 from rich.table import Table
 
 from kubesched.api.documents import describe
@@ -14,17 +15,18 @@ from kubesched.api.objects import Node, Pod, parse_time
 from kubesched.api.qos import qos_class
 from kubesched.api.quantity import value_of
 from kubesched.api.snapshot import Snapshot, load_snapshot, read_documents
-from kubesched.config.kubelet_config import load_kubelet_config
 from kubesched.errors import InputError
+from kubesched.kubelet.kubelet_config import load_kubelet_config
 from kubesched.kubelet.manager import DiskLayout, EvictionManager, SyncResult
 from kubesched.kubelet.oom import pod_oom_score_adjust
 from kubesched.kubelet.signals import Summary, parse_summary
-from kubesched.report.text import console
 
 # A step's disk layout may also be given as flat keys (dedicatedContainerFs is upstream's name for a
 # writable-layer filesystem split from the imagefs); it is read once, before the first synchronize.
 LAYOUT_FIELDS = {"dedicatedImageFs", "dedicatedContainerFs", "splitContainerFs"}
 STEP_FIELDS = {"at", "stats", "statsAfterNodeReclaim", "diskLayout", "expect", *LAYOUT_FIELDS}
+
+console = Console()
 
 
 # ---------------------------------------------------------------- node-pressure

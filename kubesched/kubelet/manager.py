@@ -19,10 +19,10 @@ from typing import Any
 
 from kubesched.api.objects import Node, Pod, Taint
 from kubesched.api.quantity import value_of
-from kubesched.config.kubelet_config import KubeletEvictionConfig
 from kubesched.errors import InputError
 from kubesched.kubelet.admission import REASON, AdmitResult, admit, pressure_taints
 from kubesched.kubelet.critical import is_critical_pod
+from kubesched.kubelet.kubelet_config import KubeletEvictionConfig
 from kubesched.kubelet.quantities import GoQuantity, binary, parse_go_quantity
 from kubesched.kubelet.ranking import (
     RankFunc,

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubesched.api import fields
 from kubesched.api.objects import Pod, parse_time
-from kubesched.errors import InputError
 from kubesched.kubelet.quantities import binary, decimal
 from kubesched.kubelet.thresholds import (
     ALLOCATABLE_MEMORY_AVAILABLE,
@@ -105,20 +105,14 @@ class Summary:
 
 
 def _obj(raw: Any, where: str) -> dict[str, Any] | None:
-    if raw is None:
-        return None
-    if not isinstance(raw, dict):
-        raise InputError(f"expected an object, got {type(raw).__name__}", field=where)
-    return raw
+    """An optional object of the Summary (None when absent)."""
+    return None if raw is None else fields.mapping(raw, where)
 
 
 def _uint(raw: dict[str, Any], key: str, where: str) -> int | None:
-    v = raw.get(key)
-    if v is None:
-        return None
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 or (isinstance(v, float) and not v.is_integer()):
-        raise InputError(f"expected a non-negative integer, got {v!r}", field=f"{where}.{key}")
-    return int(v)
+    """An optional `*uint64` of the Summary."""
+    return fields.optional_integer(raw.get(key), fields.join(where, key), lo=0, what="a non-negative integer",
+                                   whole_floats=True)
 
 
 def _time(raw: dict[str, Any], where: str) -> float | None:
@@ -144,14 +138,6 @@ def _fs(raw: Any, where: str) -> FsStats | None:
                    _uint(d, "inodesUsed", where))
 
 
-def _list(raw: Any, where: str) -> list[Any]:
-    if raw is None:
-        return []
-    if not isinstance(raw, list):
-        raise InputError(f"expected a list, got {type(raw).__name__}", field=where)
-    return raw
-
-
 def _container(raw: Any, where: str) -> ContainerStats:
     d = _obj(raw, where) or {}
     return ContainerStats(str(d.get("name") or ""), _memory(d.get("memory"), f"{where}.memory"),
@@ -162,7 +148,7 @@ def _pod(raw: Any, where: str) -> PodStats:
     d = _obj(raw, where) or {}
     ref = _obj(d.get("podRef"), f"{where}.podRef") or {}
     volumes = []
-    for i, v in enumerate(_list(d.get("volume"), f"{where}.volume")):
+    for i, v in enumerate(fields.sequence(d.get("volume"), f"{where}.volume")):
         vw = f"{where}.volume[{i}]"
         vd = _obj(v, vw) or {}
         volumes.append(VolumeStats(str(vd.get("name") or ""), _fs(vd, vw) or FsStats()))
@@ -172,7 +158,7 @@ def _pod(raw: Any, where: str) -> PodStats:
         namespace=str(ref.get("namespace") or ""),
         uid=str(ref.get("uid") or ""),
         containers=tuple(_container(c, f"{where}.containers[{i}]")
-                         for i, c in enumerate(_list(d.get("containers"), f"{where}.containers"))),
+                         for i, c in enumerate(fields.sequence(d.get("containers"), f"{where}.containers"))),
         memory=_memory(d.get("memory"), f"{where}.memory"),
         volumes=tuple(volumes),
         ephemeral_storage=_fs(d.get("ephemeral-storage"), f"{where}.ephemeral-storage"),
@@ -195,13 +181,13 @@ def parse_summary(raw: Any, where: str = "stats") -> Summary:
         node_name=str(node.get("nodeName") or ""),
         memory=_memory(node.get("memory"), f"{nw}.memory"),
         system_containers=tuple(_container(c, f"{nw}.systemContainers[{i}]")
-                                for i, c in enumerate(_list(node.get("systemContainers"), f"{nw}.systemContainers"))),
+                                for i, c in enumerate(fields.sequence(node.get("systemContainers"), f"{nw}.systemContainers"))),
         fs=_fs(node.get("fs"), f"{nw}.fs"),
         image_fs=_fs(runtime.get("imageFs"), f"{nw}.runtime.imageFs"),
         container_fs=_fs(runtime.get("containerFs"), f"{nw}.runtime.containerFs"),
         rlimit=rlimit,
     )
-    pods = tuple(_pod(p, f"{where}.pods[{i}]") for i, p in enumerate(_list(d.get("pods"), f"{where}.pods")))
+    pods = tuple(_pod(p, f"{where}.pods[{i}]") for i, p in enumerate(fields.sequence(d.get("pods"), f"{where}.pods")))
     return Summary(node_stats, pods)
 
 

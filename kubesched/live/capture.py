@@ -30,6 +30,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+from rich.progress import Progress as Bar
 
 from kubesched.errors import InputError
 from kubesched.live.client import ApiStatusError, KubeClient, ResourceType
@@ -97,10 +100,6 @@ class Progress:
 
 class RichProgress(Progress):
     def __init__(self) -> None:
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
-        from rich.progress import Progress as Bar
-
         self.bar = Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                        console=Console(stderr=True), transient=False)
         self.bar.start()

@@ -215,16 +215,26 @@ class KubeClient:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     sleep: Callable[[float], None] = time.sleep
     on_retry: Callable[[str, int, str], None] | None = None  # (path, attempt, why)
+    # Every answer (method, status code; "<error>" when none came), for client-go's rest_client_requests_total.
+    on_response: Callable[[str, str], None] | None = None
     requests: int = 0
     retries: int = 0
 
     @classmethod
     def connect(cls, kubeconfig: str | None = None, context: str | None = None,
-                retry: RetryPolicy | None = None) -> KubeClient:
+                retry: RetryPolicy | None = None, *, pool_size: int | None = None,
+                user_agent: str | None = None) -> KubeClient:
+        """`pool_size`: connections kept per host (a process that watches many kinds and writes from
+        several threads needs more than urllib3's default); `user_agent` names the caller to the server."""
         cfg, _ = load_configuration(kubeconfig, context)
         # Retries are ours (with backoff and Retry-After); urllib3's own would hide what failed.
         cfg.retries = False
-        return cls(k8s_client.ApiClient(cfg), cfg.host, retry or RetryPolicy())
+        if pool_size is not None:
+            cfg.connection_pool_maxsize = pool_size
+        api = k8s_client.ApiClient(cfg)
+        if user_agent:
+            api.user_agent = user_agent
+        return cls(api, cfg.host, retry or RetryPolicy())
 
     def close(self) -> None:
         self.api.close()
@@ -240,7 +250,15 @@ class KubeClient:
                                        auth_settings=["BearerToken"])
         self.requests += 1
         t = timeout if timeout is not None else self.retry.timeout
-        return self.api.call_api(*req, _request_timeout=(min(t, 10.0), t))
+        try:
+            resp = self.api.call_api(*req, _request_timeout=(min(t, 10.0), t))
+        except (urllib3.exceptions.HTTPError, OSError):
+            if self.on_response is not None:
+                self.on_response(method, "<error>")
+            raise
+        if self.on_response is not None:
+            self.on_response(method, str(resp.status))
+        return resp
 
     def request(self, method: str, path: str, query: list[tuple[str, Any]] | None = None, *,
                 body: Any = None, content_type: str | None = None, timeout: float | None = None,
@@ -275,6 +293,35 @@ class KubeClient:
         raise RemoteError(f"{self.server}: {method} {path} failed after {attempts} attempt"
                           f"{'s' if attempts > 1 else ''}: {last}")
 
+    def write(self, method: str, path: str, body: Any, *, query: list[tuple[str, Any]] | None = None,
+              content_type: str = "application/json", timeout: float | None = None) -> dict[str, Any]:
+        """A write (POST, PUT, PATCH, DELETE): retried only when the server says when — a 429 or 5xx with
+        Retry-After, as client-go's rest client does — and every other error answer is raised at once as an
+        ApiStatusError (the caller decides: a 409 binding is someone else's, a 429 eviction a PDB's no).
+        A connection that fails is ConnectionLost: whether the write happened is unknown."""
+        _refuse_secrets(path)
+        for attempt in range(max(1, self.retry.attempts)):
+            try:
+                resp = self._call(method, path, query or [], timeout, body, content_type)
+                raw = resp.read()
+            except (urllib3.exceptions.HTTPError, OSError) as e:
+                raise ConnectionLost(f"{self.server}: {method} {path}: {_connection_problem(e)}") from None
+            if resp.status < 400:
+                try:
+                    out = json.loads(raw) if raw else {}
+                except ValueError:
+                    raise RemoteError(f"{self.server}{path}: the answer is not JSON") from None
+                return out if isinstance(out, dict) else {}
+            err = self._status_error(resp.status, raw, path, resp.getheader("Retry-After"))
+            retry_after = _seconds(resp.getheader("Retry-After"))
+            if resp.status not in RETRYABLE_STATUS or retry_after is None or attempt + 1 >= self.retry.attempts:
+                raise err
+            self.retries += 1
+            if self.on_retry is not None:
+                self.on_retry(path, attempt + 1, str(err))
+            self.sleep(self.retry.delay(attempt, retry_after))
+        raise AssertionError("unreachable")
+
     def _status_error(self, status: int, data: bytes, path: str, retry_after: str | None) -> ApiStatusError:
         body: dict[str, Any] = {}
         try:
@@ -301,8 +348,10 @@ class KubeClient:
         return self.request("GET", path, query)
 
     def list_pages(self, rt: ResourceType, namespace: str | None = None, *, limit: int = DEFAULT_PAGE_SIZE,
-                   label_selector: str | None = None, field_selector: str | None = None) -> Iterator[ListPage]:
-        """Pages of a LIST, in the server's order; the last page carries the list's resourceVersion."""
+                   label_selector: str | None = None, field_selector: str | None = None,
+                   retry: bool = True) -> Iterator[ListPage]:
+        """Pages of a LIST, in the server's order; the last page carries the list's resourceVersion.
+        `retry=False`: one attempt per page (a caller with its own backoff, such as an informer)."""
         path = rt.path(namespace)
         _refuse_secrets(path)
         base: list[tuple[str, Any]] = []
@@ -318,12 +367,12 @@ class KubeClient:
             if token:
                 query.append(("continue", token))
             try:
-                doc = self.request("GET", path, query)
+                doc = self.request("GET", path, query, retry=retry)
             except ResourceExpired:
                 if not token:
                     raise
                 # The continue token outlived the server's snapshot: one full, unpaged LIST instead.
-                doc = self.request("GET", path, base)
+                doc = self.request("GET", path, base, retry=retry)
                 meta = doc.get("metadata") or {}
                 yield ListPage(list(doc.get("items") or []), str(meta.get("resourceVersion") or ""), "", None, )
                 return
@@ -336,13 +385,13 @@ class KubeClient:
                 return
 
     def list(self, rt: ResourceType, namespace: str | None = None, *, limit: int = DEFAULT_PAGE_SIZE,
-             label_selector: str | None = None, field_selector: str | None = None,
+             label_selector: str | None = None, field_selector: str | None = None, retry: bool = True,
              ) -> tuple[list[dict[str, Any]], str]:
         """Every object of a LIST (paged) and the resourceVersion to watch from."""
         items: list[dict[str, Any]] = []
         rv = ""
         for page in self.list_pages(rt, namespace, limit=limit, label_selector=label_selector,
-                                    field_selector=field_selector):
+                                    field_selector=field_selector, retry=retry):
             items.extend(page.items)
             rv = page.resource_version or rv
         return items, rv

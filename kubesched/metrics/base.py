@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import abc
 import math
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from fractions import Fraction
 from typing import ClassVar
 
+from kubesched.api.duration import read_duration_seconds
 from kubesched.errors import InputError
 
 # load-watcher's metric types and operators (watcher.CPU, watcher.Average, ...).
@@ -75,30 +75,10 @@ def clock_datetime(seconds: float, base: object = None) -> datetime:
     return datetime.fromtimestamp(seconds, UTC)
 
 
-_DURATION = re.compile(r"([0-9]*\.?[0-9]+)(h|ms|m|s|us|µs|ns)")
-_UNIT = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
-
-
-def parse_duration(value: object, field: str) -> float:
-    """A Go duration ("15m", "1m30s", "5m0s") or a number of seconds, as seconds."""
-    if isinstance(value, bool):
-        raise InputError(f"expected a duration such as 5m or 90s, got {value!r}", field=field)
-    if isinstance(value, (int, float)):
-        return float(value)
-    if not isinstance(value, str):
-        raise InputError(f"expected a duration such as 5m or 90s, got {value!r}", field=field)
-    text = value.strip()
-    if text in ("", "0"):
-        return 0.0
-    pos, total = 0, 0.0
-    for m in _DURATION.finditer(text):
-        if m.start() != pos:
-            break
-        total += float(m.group(1)) * _UNIT[m.group(2)]
-        pos = m.end()
-    if pos != len(text):
-        raise InputError(f"expected a duration such as 5m or 90s, got {value!r}", field=field)
-    return total
+def parse_window(value: object, field: str) -> float:
+    """A window or aggregation duration of a metrics document in seconds: a Go duration ("15m", "1m30s"), or
+    the number of seconds some documents give."""
+    return read_duration_seconds(value, field, example="5m or 90s", numbers=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +94,7 @@ class Window:
         if self.end > self.start:
             return self.end - self.start
         try:
-            return parse_duration(self.duration, "window.duration")
+            return parse_window(self.duration, "window.duration")
         except InputError:
             return 0.0
 

@@ -9,7 +9,7 @@ import urllib.request
 from typing import Any
 
 from kubesched.api.documents import decode_text, loads_json
-from kubesched.errors import InputError
+from kubesched.errors import InputError, RemoteError
 
 DEFAULT_TIMEOUT_SECONDS = 10.0
 _LOOPBACK = ("localhost", "127.0.0.1", "::1")
@@ -50,9 +50,12 @@ def get_json(url: str, *, params: dict[str, str] | None = None, token: str | Non
         except OSError:  # the status line is enough when the body cannot be read
             detail = ""
         raise InputError(f"{what}: GET {full} answered {e.code} {e.reason}" + (f": {detail}" if detail else "")) from None
-    except (urllib.error.URLError, OSError, ValueError) as e:
+    except ValueError as e:  # a malformed URL: the input's fault
+        raise InputError(f"{what}: cannot GET {full}: {e}") from None
+    except (urllib.error.URLError, OSError) as e:
+        # The address is well formed but nothing answered: a runtime failure (exit 1), not bad input.
         reason = getattr(e, "reason", e)
-        raise InputError(f"{what}: cannot GET {full}: {reason}") from None
+        raise RemoteError(f"{what}: cannot GET {full}: {reason}") from None
     try:
         return loads_json(decode_text(body, None), None)
     except InputError as e:

@@ -17,10 +17,12 @@ from datetime import datetime
 from fractions import Fraction
 from typing import Any
 
+from kubesched.api import fields
 from kubesched.api.objects import parse_resource_list, parse_time
 from kubesched.api.quantity import milli_value_of, value_of
+from kubesched.api.snapshot import iter_objects, read_documents
 from kubesched.errors import InputError
-from kubesched.metrics.base import Metrics, MetricsSource, NodeUsage, PodUsage, Window, parse_duration
+from kubesched.metrics.base import Metrics, MetricsSource, NodeUsage, PodUsage, Window, parse_window
 from kubesched.metrics.http import get_json
 
 METRICS_GROUP = "metrics.k8s.io"
@@ -64,7 +66,7 @@ def _stamp(obj: dict[str, Any], field: str) -> float | None:
 def _window(raw: Any, end: float | None, field: str) -> Window | None:
     if raw is None or raw == "":
         return None
-    seconds = parse_duration(raw, field)
+    seconds = parse_window(raw, field)
     duration = raw if isinstance(raw, str) else f"{seconds:g}s"
     if end is None:
         return Window(duration)
@@ -121,9 +123,8 @@ def parse_koordinator_node_metric(obj: dict[str, Any]) -> tuple[NodeUsage | None
         updated = parse_time(status.get("updateTime"), "status.updateTime")
         ts = updated.timestamp() if updated is not None else None
         policy = spec.get("metricCollectPolicy") or {}
-        interval = policy.get("reportIntervalSeconds") if isinstance(policy, dict) else None
-        if interval is not None and (isinstance(interval, bool) or not isinstance(interval, int)):
-            raise InputError(f"expected an integer, got {interval!r}", field="spec.metricCollectPolicy.reportIntervalSeconds")
+        interval = fields.optional_integer(policy.get("reportIntervalSeconds") if isinstance(policy, dict) else None,
+                                           "spec.metricCollectPolicy.reportIntervalSeconds")
         node: NodeUsage | None = None
         info = status.get("nodeMetric")
         if isinstance(info, dict):
@@ -132,7 +133,7 @@ def parse_koordinator_node_metric(obj: dict[str, Any]) -> tuple[NodeUsage | None
                 f = f"status.nodeMetric.aggregatedNodeUsages[{i}]"
                 if not isinstance(agg, dict):
                     raise InputError("expected an object with usage and duration", field=f)
-                seconds = parse_duration(agg.get("duration", 0), f"{f}.duration")
+                seconds = parse_window(agg.get("duration", 0), f"{f}.duration")
                 for agg_type, rm in (agg.get("usage") or {}).items():
                     aggregated[(str(agg_type), seconds)] = to_units(_resource_map(rm, f"{f}.usage.{agg_type}"))
             usage = _resource_map(info.get("nodeUsage"), "status.nodeMetric.nodeUsage")
@@ -229,8 +230,6 @@ class ObjectsFileSource(MetricsSource):
         self.path = path
 
     def fetch(self, now: datetime) -> Metrics:
-        from kubesched.api.snapshot import iter_objects, read_documents
-
         try:
             return metrics_from_objects(iter_objects(read_documents(self.path), self.path), source=self.path)
         except InputError as e:

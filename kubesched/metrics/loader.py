@@ -27,6 +27,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from kubesched.api import fields
+from kubesched.api.snapshot import iter_objects, read_documents
 from kubesched.errors import InputError
 from kubesched.metrics.base import Metrics, MetricsSource
 from kubesched.metrics.kubernetes_metrics import MetricsServerSource, is_metrics_object, metrics_from_objects
@@ -37,77 +39,54 @@ SOURCE_KIND = "MetricsSource"
 _SOURCE_KEYS = {"prometheus", "loadWatcher", "metricsServer"}
 
 
-def _str(d: dict[str, Any], key: str, field: str, default: str | None = None) -> str | None:
-    v = d.get(key, default)
-    if v is not None and not isinstance(v, str):
-        raise InputError(f"expected a string, got {v!r}", field=f"{field}.{key}")
-    return v
-
-
-def _bool(d: dict[str, Any], key: str, field: str) -> bool:
-    v = d.get(key, False)
-    if not isinstance(v, bool):
-        raise InputError(f"expected true or false, got {v!r}", field=f"{field}.{key}")
-    return v
-
-
-def _token(d: dict[str, Any], field: str) -> str | None:
-    token = _str(d, "token", field)
-    path = _str(d, "tokenFile", field)
+def _token(spec: fields.Fields) -> str | None:
+    token = spec.string("token")
+    path = spec.string("tokenFile")
     if token and path:
-        raise InputError("set token or tokenFile, not both", field=field)
+        raise InputError("set token or tokenFile, not both", field=spec.field)
     if path:
         try:
             return Path(path).read_text().strip()
         except OSError as e:
-            raise InputError(f"cannot read token file {path}: {e.strerror or e}", field=f"{field}.tokenFile") from None
-    return token
-
-
-def _check_keys(d: dict[str, Any], allowed: set[str], field: str) -> None:
-    for k in d:
-        if k not in allowed:
-            raise InputError(f"unknown field {k!r}; expected one of {', '.join(sorted(allowed))}", field=f"{field}.{k}")
+            raise spec.error("tokenFile", f"cannot read token file {path}: {e.strerror or e}") from None
+    return token  # type: ignore[no-any-return]
 
 
 def source_from_config(doc: dict[str, Any]) -> MetricsSource:
     """A kubesched MetricsSource document as a source."""
-    _check_keys(doc, {"apiVersion", "kind"} | _SOURCE_KEYS, "")
+    fields.check_known(doc, "", sorted(_SOURCE_KEYS | fields.META_KEYS))
     chosen = [k for k in _SOURCE_KEYS if doc.get(k) is not None]
     if len(chosen) != 1:
         raise InputError(f"expected exactly one of {', '.join(sorted(_SOURCE_KEYS))}", obj=SOURCE_KIND)
     key = chosen[0]
-    spec = doc[key]
-    if not isinstance(spec, dict):
+    if not isinstance(doc[key], dict):
         raise InputError("expected an object", field=key)
     if key == "prometheus":
-        _check_keys(spec, {"address", "window", "cpuMetric", "memoryMetric", "nodeLabel", "token", "tokenFile",
-                           "insecureSkipVerify", "caFile", "includeLatest"}, key)
-        address = _str(spec, "address", key)
+        spec = fields.Fields(doc[key], key, allowed={"address", "window", "cpuMetric", "memoryMetric", "nodeLabel",
+                                                     "token", "tokenFile", "insecureSkipVerify", "caFile",
+                                                     "includeLatest"}, meta=False)
+        address = spec.string("address")
         if not address:
-            raise InputError("expected the Prometheus server's address", field=f"{key}.address")
-        return PrometheusSource(address, window=_str(spec, "window", key, "15m") or "15m",
-                                cpu_metric=_str(spec, "cpuMetric", key, "instance:node_cpu:ratio") or "",
-                                memory_metric=_str(spec, "memoryMetric", key,
-                                                   "instance:node_memory_utilisation:ratio") or "",
-                                node_label=_str(spec, "nodeLabel", key, "instance") or "instance",
-                                token=_token(spec, key), insecure=_bool(spec, "insecureSkipVerify", key),
-                                ca_file=_str(spec, "caFile", key), include_latest=_bool(spec, "includeLatest", key))
+            raise spec.error("address", "expected the Prometheus server's address")
+        return PrometheusSource(address, window=spec.string("window") or "15m",
+                                cpu_metric=spec.string("cpuMetric", "instance:node_cpu:ratio"),
+                                memory_metric=spec.string("memoryMetric", "instance:node_memory_utilisation:ratio"),
+                                node_label=spec.string("nodeLabel") or "instance",
+                                token=_token(spec), insecure=spec.boolean("insecureSkipVerify"),
+                                ca_file=spec.string("caFile"), include_latest=spec.boolean("includeLatest"))
     if key == "loadWatcher":
-        _check_keys(spec, {"address"}, key)
-        address = _str(spec, "address", key)
+        spec = fields.Fields(doc[key], key, allowed={"address"}, meta=False)
+        address = spec.string("address")
         if not address:
-            raise InputError("expected load-watcher's address", field=f"{key}.address")
+            raise spec.error("address", "expected load-watcher's address")
         return WatcherHTTPSource(address)
-    _check_keys(spec, {"server", "token", "tokenFile", "insecureSkipVerify", "caFile", "pods"}, key)
-    server = _str(spec, "server", key)
+    spec = fields.Fields(doc[key], key, allowed={"server", "token", "tokenFile", "insecureSkipVerify", "caFile", "pods"},
+                         meta=False)
+    server = spec.string("server")
     if not server:
-        raise InputError("expected the API server's address", field=f"{key}.server")
-    pods = spec.get("pods", True)
-    if not isinstance(pods, bool):
-        raise InputError(f"expected true or false, got {pods!r}", field=f"{key}.pods")
-    return MetricsServerSource(server, token=_token(spec, key), insecure=_bool(spec, "insecureSkipVerify", key),
-                               ca_file=_str(spec, "caFile", key), pods=pods)
+        raise spec.error("server", "expected the API server's address")
+    return MetricsServerSource(server, token=_token(spec), insecure=spec.boolean("insecureSkipVerify"),
+                               ca_file=spec.string("caFile"), pods=spec.boolean("pods", True))
 
 
 def source_from_address(address: str) -> MetricsSource | None:
@@ -123,8 +102,6 @@ def source_from_address(address: str) -> MetricsSource | None:
 
 def metrics_from_documents(docs: list[Any], path: str, now: datetime) -> Metrics:
     """Metrics from the decoded documents of one file."""
-    from kubesched.api.snapshot import iter_objects
-
     if len(docs) == 1 and is_watcher_metrics(docs[0]):
         try:
             return parse_watcher_metrics(docs[0], file=path)
@@ -153,6 +130,4 @@ def load_metrics(path: str, now: datetime) -> Metrics:
     source = source_from_address(path)
     if source is not None:
         return source.fetch(now)
-    from kubesched.api.snapshot import read_documents
-
     return metrics_from_documents(read_documents(path), path, now)

@@ -15,6 +15,8 @@ vector holds each node's utilisation in [0, 1] under the `instance` label).
 
 from __future__ import annotations
 
+import base64
+import binascii
 import math
 from dataclasses import dataclass
 from datetime import datetime
@@ -32,7 +34,7 @@ from kubesched.metrics.base import (
     MetricsSource,
     NodeUsage,
     Window,
-    parse_duration,
+    parse_window,
 )
 from kubesched.metrics.http import get_json
 
@@ -120,7 +122,7 @@ class PrometheusSource(MetricsSource):
                  include_latest: bool = False) -> None:
         self.client = PrometheusClient(address, token, insecure, ca_file)
         self.window = window
-        self.window_seconds = parse_duration(window, "window")
+        self.window_seconds = parse_window(window, "window")
         if self.window_seconds <= 0:
             raise InputError(f"expected a positive duration, got {window!r}", field="window")
         self.metrics = [(CPU_TYPE, cpu_metric), (MEMORY_TYPE, memory_metric)]
@@ -220,9 +222,6 @@ class DeschedulerPrometheusClient:
 
 def secret_token(snapshot: Any, namespace: str, name: str) -> str | None:
     """The `prometheusAuthToken` of a Secret in the snapshot (data is base64, stringData plain)."""
-    import base64
-    import binascii
-
     for o in getattr(snapshot, "others", []):
         meta = o.meta
         if o.kind != "Secret" or meta is None or meta.name != name or meta.namespace != namespace:

@@ -15,29 +15,26 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from kubesched.api import fields
 from kubesched.api.documents import loads_json, read_text
 from kubesched.diagnostics import warn
 from kubesched.errors import InputError
-from kubesched.metrics.base import Metric, Metrics, MetricsSource, NodeUsage, Window
+from kubesched.metrics.base import Metric, Metrics, MetricsSource, NodeUsage, Window, watcher_metrics
 from kubesched.metrics.http import get_json
 
 BASE_URL = "/watcher"
 
 
 def _number(raw: Any, field: str, integer: bool = False) -> float:
-    if isinstance(raw, bool) or not isinstance(raw, (int, float)):
-        raise InputError(f"expected a number, got {raw!r}", field=field)
-    if integer and isinstance(raw, float) and not raw.is_integer():
+    """A JSON number (a float64 field, or with `integer` an int64 one)."""
+    value = fields.number(raw, field)
+    if integer and not value.is_integer():
         raise InputError(f"expected an integer, got {raw!r}", field=field)
-    return float(raw)
+    return value
 
 
 def _string(raw: Any, field: str) -> str:
-    if raw is None:
-        return ""
-    if not isinstance(raw, str):
-        raise InputError(f"expected a string, got {raw!r}", field=field)
-    return raw
+    return "" if raw is None else fields.string(raw, field)
 
 
 def is_watcher_metrics(doc: Any) -> bool:
@@ -97,8 +94,6 @@ def parse_watcher_metrics(doc: Any, source: str = "load-watcher", captured: bool
 
 def to_watcher_metrics(metrics: Metrics, capacities: dict[str, dict[str, int]] | None = None) -> dict[str, Any]:
     """Metrics as a WatcherMetrics document (absolute usage converted with `capacities` per node)."""
-    from kubesched.metrics.base import watcher_metrics
-
     window = metrics.window or Window()
     nmap: dict[str, Any] = {}
     for name, node in (metrics.nodes or {}).items():

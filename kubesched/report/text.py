@@ -1,4 +1,7 @@
-"""Readable tables for the terminal (rich)."""
+"""Readable tables for the terminal (rich): explain, schedule, capacity.
+
+Kept light to import: every one-shot command loads it (the simulation's table is in report/comparison.py).
+"""
 
 from __future__ import annotations
 
@@ -27,7 +30,9 @@ def explain_table(data: dict[str, Any], max_node_columns: int = 8) -> None:
         verdicts.add_row(node, "yes" if entry["feasible"] else "[red]no[/red]",
                          "" if entry["total"] is None else str(entry["total"]), "\n".join(fails) or "-")
     console.print(verdicts)
-    shown = [node for node, entry in rows if entry["scores"]][:max_node_columns]
+    # Only feasible nodes are scored, as upstream: a node that failed Filter is no candidate.
+    scored = [node for node, entry in rows if entry["feasible"] and entry["scores"]]
+    shown = scored[:max_node_columns]
     if not shown:
         return
     plugins: list[str] = []
@@ -47,7 +52,7 @@ def explain_table(data: dict[str, Any], max_node_columns: int = 8) -> None:
         scores.add_row(*cells)
     scores.add_row("[bold]total[/bold]", *[str(data["nodes"][n]["total"] or "") for n in shown])
     console.print(scores)
-    if len([1 for _, e in rows if e["scores"]]) > len(shown):
+    if len(scored) > len(shown):
         console.print(f"(scores shown for the best {len(shown)} nodes; -o json has them all)")
 
 

@@ -21,6 +21,7 @@ from kubesched.api.snapshot import Snapshot
 from kubesched.client.inprocess import InProcessAPIServer
 from kubesched.client.interface import Client
 from kubesched.cluster.state import ClusterState, NodeInfo
+from kubesched.config.plugin_args import NoArgs, PluginArgs
 from kubesched.metrics.base import Metrics, MetricsFeed, MetricsSource
 from kubesched.scheduler.nominator import Nominator
 
@@ -147,6 +148,49 @@ class PostFilterResult:
     victims: list[Pod] = field(default_factory=list)
 
 
+NO_NODE_AVAILABLE = "0/{} nodes are available"
+
+
+@dataclass
+class Diagnosis:
+    """Why a pod fits nowhere: each node's status and the plugins that rejected it (framework.Diagnosis)."""
+
+    node_to_status: dict[str, Status] = field(default_factory=dict)
+    unschedulable_plugins: set[str] = field(default_factory=set)
+    pending_plugins: set[str] = field(default_factory=set)
+    pre_filter_msg: str = ""
+    post_filter_msg: str = ""
+    # Rows that failed Filter in a cycle that found feasible nodes; their statuses are not computed.
+    unresolved_failed_rows: np.ndarray | None = None
+
+
+class FitError(Exception):
+    """framework.FitError: its message is the "0/N nodes are available: ..." the scheduler reports."""
+
+    def __init__(self, pod: Pod, num_all_nodes: int, diagnosis: Diagnosis) -> None:
+        self.pod = pod
+        self.num_all_nodes = num_all_nodes
+        self.diagnosis = diagnosis
+        super().__init__(self.message())
+
+    def message(self) -> str:
+        msg = NO_NODE_AVAILABLE.format(self.num_all_nodes) + ":"
+        d = self.diagnosis
+        if d.pre_filter_msg:
+            msg += f" {d.pre_filter_msg}."
+        else:
+            counts: dict[str, int] = {}
+            for st in d.node_to_status.values():
+                for r in st.reasons:
+                    counts[r] = counts.get(r, 0) + 1
+            hist = sorted(f"{v} {k}" for k, v in counts.items())
+            if hist:
+                msg += f" {', '.join(hist)}."
+        if d.post_filter_msg:
+            msg += f" {d.post_filter_msg}."
+        return msg
+
+
 @dataclass(frozen=True, slots=True)
 class ClusterEvent:
     """A kind of change that may make a rejected pod schedulable (EventsToRegister)."""
@@ -194,18 +238,27 @@ class Handle:
 
 
 class Plugin:
-    """Base of every scheduler plugin. `args` are the plugin's pluginConfig args (already a dict)."""
+    """Base of every scheduler plugin.
+
+    A plugin with typed args declares `Args` (a PluginArgs subclass); the Framework builds them once from
+    the profile's pluginConfig (`build_args`) and passes them. A plugin without `Args` gets the raw
+    pluginConfig args as a dict.
+    """
 
     name: ClassVar[str] = ""
+    Args: ClassVar[type[PluginArgs] | None] = None
+    args: Any
 
-    def __init__(self, args: dict[str, Any] | None, handle: Handle) -> None:
-        self.args = args or {}
+    def __init__(self, args: Any, handle: Handle) -> None:
+        self.args = args if args is not None else {}
         self.handle = handle
 
     @classmethod
     def default_args(cls) -> dict[str, Any] | None:
-        """Upstream's defaulted args for this plugin, or None when the plugin takes no args."""
-        return None
+        """Upstream's defaulted args for this plugin (from its typed defaults), or None when it takes none."""
+        if cls.Args is None or issubclass(cls.Args, NoArgs):
+            return None
+        return cls.Args().to_raw()
 
     def events_to_register(self) -> list[ClusterEvent]:
         """Cluster events that may make a pod this plugin rejected schedulable again."""

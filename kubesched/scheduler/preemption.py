@@ -18,7 +18,7 @@ from kubesched.client.interface import ApiError, KubeEvent, NotFound
 from kubesched.cluster.events import Cause
 from kubesched.cluster.state import NodeInfo
 from kubesched.errors import InputError
-from kubesched.scheduler.framework import Code, CycleState, Handle, PostFilterResult, Status
+from kubesched.scheduler.framework import Code, CycleState, Diagnosis, FitError, Handle, PostFilterResult, Status
 
 if TYPE_CHECKING:
     from kubesched.scheduler.runtime import Framework
@@ -212,12 +212,16 @@ class Evaluator:
         return self.handle.nominator.lower_priority_pods(pod, node_name)
 
     def _clear_nomination(self, pods: Sequence[Pod]) -> None:
+        """ClearNominatedNodeName: in the nominator, and in each pod's status through the API server."""
         cluster = self.handle.cluster
         for p in pods:
             self.handle.nominator.delete(p.key)
             cur = cluster.pods.get(p.key)
             if cur is not None and cur.nominated_node_name:
-                cluster.update(cur.with_status(nominatedNodeName=None), cause=Cause.PREEMPTION)
+                try:
+                    self.handle.client.update_pod_status(cur, cause=Cause.PREEMPTION, nominatedNodeName=None)
+                except ApiError:
+                    pass  # upstream logs it and goes on
 
     # -------------------------------------------------------- Preempt
 
@@ -253,8 +257,6 @@ class Evaluator:
 
     def _fit_error_message(self, pod: Pod, node_statuses: dict[str, Status]) -> str:
         """FitError.Error() over the dry run's statuses; nodes it did not record count as 'not helpful'."""
-        from kubesched.scheduler.scheduler import Diagnosis, FitError
-
         diagnosis = Diagnosis()
         absent = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, [NOT_HELPFUL])
         for info in self.handle.cluster.node_infos:

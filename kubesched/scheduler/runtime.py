@@ -14,6 +14,7 @@ import numpy as np
 
 from kubesched.api.objects import Pod
 from kubesched.cluster.state import ClusterState, NodeInfo
+from kubesched.config.plugin_args import build_args
 from kubesched.config.scheduler_config import POINTS, Profile, SchedulerConfig
 from kubesched.errors import InputError
 from kubesched.scheduler.framework import (
@@ -78,11 +79,13 @@ class Framework:
                                  field=f"{field_prefix}.pluginConfig")
         for name in needed:
             cls = registry.get(name)
-            args = profile.plugin_config.get(name)
+            # The plugin's args are built once, here: typed (and validated) for plugins that declare `Args`.
+            where = f"{field_prefix}.pluginConfig[{name}].args"
+            args = build_args(cls, profile.plugin_config.get(name), where)
             try:
                 self.plugins[name] = cls(args, handle)
             except InputError as e:
-                raise e.located(field_prefix=f"{field_prefix}.pluginConfig[{name}].args") from None
+                raise e.located(field_prefix=where) from None
 
         self.points: dict[str, list[Plugin]] = {}
         for point, iface in EXTENSION_POINTS.items():

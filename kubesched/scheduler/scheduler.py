@@ -15,11 +15,20 @@ import numpy as np
 
 from kubesched.api.objects import Pod
 from kubesched.client.inprocess import InProcessAPIServer
-from kubesched.client.interface import Client
+from kubesched.client.interface import ApiError, Client
 from kubesched.cluster.events import Cause, Event, EventType
 from kubesched.cluster.state import ClusterState
 from kubesched.config.scheduler_config import SchedulerConfig, default_config
-from kubesched.scheduler.framework import Code, CycleState, Handle, PostFilterResult, SchedulerServices, Status
+from kubesched.scheduler.framework import (
+    Code,
+    CycleState,
+    Diagnosis,
+    FitError,
+    Handle,
+    PostFilterResult,
+    SchedulerServices,
+    Status,
+)
 from kubesched.scheduler.nominator import Nominator
 from kubesched.scheduler.queue import SchedulingQueue
 from kubesched.scheduler.registry import Registry, default_registry
@@ -30,43 +39,6 @@ MIN_FEASIBLE_NODES_TO_FIND = 100
 _ACTIONS = {EventType.ADDED: "add", EventType.UPDATED: "update", EventType.DELETED: "delete",
             EventType.ASSUMED: "add", EventType.BOUND: "add", EventType.UNBOUND: "delete"}
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
-NO_NODE_AVAILABLE = "0/{} nodes are available"
-
-
-@dataclass
-class Diagnosis:
-    node_to_status: dict[str, Status] = field(default_factory=dict)
-    unschedulable_plugins: set[str] = field(default_factory=set)
-    pending_plugins: set[str] = field(default_factory=set)
-    pre_filter_msg: str = ""
-    post_filter_msg: str = ""
-    # Rows that failed Filter in a cycle that found feasible nodes; their statuses are not computed.
-    unresolved_failed_rows: np.ndarray | None = None
-
-
-class FitError(Exception):
-    def __init__(self, pod: Pod, num_all_nodes: int, diagnosis: Diagnosis) -> None:
-        self.pod = pod
-        self.num_all_nodes = num_all_nodes
-        self.diagnosis = diagnosis
-        super().__init__(self.message())
-
-    def message(self) -> str:
-        msg = NO_NODE_AVAILABLE.format(self.num_all_nodes) + ":"
-        d = self.diagnosis
-        if d.pre_filter_msg:
-            msg += f" {d.pre_filter_msg}."
-        else:
-            counts: dict[str, int] = {}
-            for st in d.node_to_status.values():
-                for r in st.reasons:
-                    counts[r] = counts.get(r, 0) + 1
-            hist = sorted(f"{v} {k}" for k, v in counts.items())
-            if hist:
-                msg += f" {', '.join(hist)}."
-        if d.post_filter_msg:
-            msg += f" {d.post_filter_msg}."
-        return msg
 
 
 @dataclass
@@ -91,8 +63,13 @@ class Outcome:
 class Scheduler:
     def __init__(self, cluster: ClusterState, config: SchedulerConfig | None = None,
                  registry: Registry | None = None, seed: int = 0, clock: Callable[[], float] | None = None,
-                 services: SchedulerServices | None = None, client: Client | None = None) -> None:
+                 services: SchedulerServices | None = None, client: Client | None = None,
+                 only_own_pods: bool = False) -> None:
+        """`only_own_pods`: pods whose schedulerName no profile serves never enter the queue, as a
+        kube-scheduler running beside others ignores them (`responsibleForPod`); one-shot runs keep them
+        and report that no profile serves them."""
         self.cluster = cluster
+        self.only_own_pods = only_own_pods
         self.config = config or default_config()
         self.registry = registry or default_registry()
         self.rng = np.random.default_rng(seed)
@@ -140,7 +117,7 @@ class Scheduler:
         elif t is EventType.ADDED:
             if pod.node_name:
                 self.queue.on_cluster_event("Pod", "add")
-            elif not pod.is_terminal and not pod.is_terminating:
+            elif not pod.is_terminal and not pod.is_terminating and self.responsible_for(pod):
                 self.queue.add(pod)
         elif t is EventType.UPDATED:
             if pod.node_name:
@@ -155,8 +132,12 @@ class Scheduler:
     def enqueue_pending(self) -> None:
         """Every pending pod of the state not in the queue yet enters it (in the state's order)."""
         for p in self.cluster.pending_pods():
-            if p.key not in self.queue.infos:
+            if p.key not in self.queue.infos and self.responsible_for(p):
                 self.queue.add(p)
+
+    def responsible_for(self, pod: Pod) -> bool:
+        """Whether this scheduler takes the pod (with `only_own_pods`, only pods one of its profiles serves)."""
+        return not self.only_own_pods or pod.scheduler_name in self.frameworks
 
     def framework_for(self, pod: Pod) -> Framework | None:
         return self.frameworks.get(pod.scheduler_name)
@@ -390,7 +371,15 @@ class Scheduler:
             self.nominator.delete(pod.key)
         cur = self.cluster.pods.get(pod.key)
         if cur is not None and cur.nominated_node_name != node:
-            self.cluster.update(cur.with_status(nominatedNodeName=node or None), cause=Cause.SCHEDULER)
+            self._patch_status(cur, nominatedNodeName=node or None)
+
+    def _patch_status(self, pod: Pod, **status: Any) -> None:
+        """A status write through the API server (upstream's PatchPodStatus); a refusal is not fatal: the
+        nomination stays in the nominator and the next attempt writes it again."""
+        try:
+            self.client.update_pod_status(pod, cause=Cause.SCHEDULER, **status)
+        except ApiError:
+            pass
 
     def _assume_and_bind(self, fwk: Framework, state: CycleState, qpi: Any, host: str, cycle: int) -> Outcome:
         # Assume: the pod counts on the node from now on, before binding completes.
@@ -413,7 +402,7 @@ class Scheduler:
         fwk.run_post_bind(state, bound, host)
         self.nominator.delete(pod.key)
         if bound.nominated_node_name:
-            self.cluster.update(bound.with_status(nominatedNodeName=None), cause=Cause.SCHEDULER)
+            self._patch_status(bound, nominatedNodeName=None)
         self.queue.done(bound)
         return Outcome(bound, host)
 

@@ -19,6 +19,7 @@ descheduler, recording); the same scenario and seed give the same run.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import heapq
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -28,10 +29,12 @@ import numpy as np
 
 from kubesched.api.snapshot import Snapshot, load_snapshot, parse_objects
 from kubesched.client.simulated import SimulatedAPIServer
+from kubesched.cluster.events import EventType
 from kubesched.cluster.state import ClusterState
 from kubesched.config.descheduler_policy import DeschedulerPolicy, parse_descheduler_policy
-from kubesched.config.kubelet_config import default_kubelet_config, parse_kubelet_config
 from kubesched.config.scheduler_config import SchedulerConfig, default_config, parse_scheduler_config
+from kubesched.descheduler.registry import default_registry
+from kubesched.kubelet.kubelet_config import default_kubelet_config, parse_kubelet_config
 from kubesched.scheduler.framework import SchedulerServices
 from kubesched.scheduler.scheduler import Scheduler
 from kubesched.sim.context import (
@@ -117,7 +120,7 @@ class Engine:
         self.sched_config: SchedulerConfig = parse_scheduler_config(src.raw, src.source) if src else default_config()
         self.desched: DeschedulerSpec | None = v.descheduler if v.descheduler_set else s.descheduler
         self.policy: DeschedulerPolicy | None = (
-            parse_descheduler_policy(self.desched.policy.raw, self.desched.policy.source)
+            parse_descheduler_policy(self.desched.policy.raw, self.desched.policy.source, default_registry())
             if self.desched is not None else None)
         kcfg = v.kubelet or s.kubelet.config
         self.kubelet_config = parse_kubelet_config(kcfg.raw, kcfg.source) if kcfg else default_kubelet_config()
@@ -153,11 +156,14 @@ class Engine:
                                if getattr(p, "name", "") == "LoadAwareScheduling"]
         # The simulation's pod records first, then the drivers that react to pods, in this order.
         self.cluster.subscribe(self.pods.on_event)
-        for watcher in (self.usage.pod_changed, self.kubelets.pod_changed, self.controllers.pod_changed,
-                        self.podgc.pod_changed, self.disruption.pod_changed):
-            self.pods.watchers.append(watcher)
+        updated, deleted, bound = EventType.UPDATED, EventType.DELETED, EventType.BOUND
+        self.pods.watch(self.usage.pod_changed, updated, deleted)
+        self.pods.watch(self.kubelets.pod_changed, bound, updated, deleted)
+        self.pods.watch(self.controllers.pod_changed, updated, deleted)
+        self.pods.watch(self.podgc.pod_changed, updated)
+        self.pods.watch(self.disruption.pod_changed, bound, updated, deleted)
         self.recording = Recording(self, self.usage, self.traces, lambda: len(self.sched.queue))
-        self.pods.watchers.append(self.recording.pod_changed)
+        self.pods.watch(self.recording.pod_changed, bound, updated)
         for listener in (self.kubelets.node_removed, self.controllers.on_event, self.podgc.on_event,
                          self.disruption.on_event):
             self.cluster.subscribe(listener)
@@ -289,6 +295,24 @@ class Engine:
         if s.kubelet.housekeeping_interval > 0:
             self.push(0.0, ORDER_KUBELET, self.kubelets.tick)
         self.push(0.0, ORDER_RECORD, self._record)
+        # The objects built so far live through the run: the cyclic GC need not rescan them; and a run makes
+        # and drops many small objects, so young collections are spaced out (a few MB, cheap to scan).
+        gc.freeze()
+        thresholds = gc.get_threshold()
+        gc.set_threshold(50_000, *thresholds[1:])
+        try:
+            self._loop()
+        finally:
+            gc.set_threshold(*thresholds)
+            gc.unfreeze()
+        self.rec.node_names = list(self.usage.node_names)
+        cycles = self.descheduler.cycles if self.descheduler is not None else 0
+        return RunResult(s.name, self.variant.name, self.rec, list(self.usage.node_names),
+                         self.usage.col("alloc_cpu").copy(), self.usage.col("alloc_mem").copy(), cycles, self.t,
+                         self.notes)
+
+    def _loop(self) -> None:
+        s = self.s
         dirty = False
         while self._heap:
             t_next = self._heap[0][0]
@@ -308,10 +332,6 @@ class Engine:
         if not self.rec.times or self.rec.times[-1] < s.duration - 1e-9:
             self.t = s.duration
             self._record()
-        self.rec.node_names = list(self.usage.node_names)
-        cycles = self.descheduler.cycles if self.descheduler is not None else 0
-        return RunResult(s.name, self.variant.name, self.rec, list(self.usage.node_names), self.usage.col("alloc_cpu").copy(),
-                         self.usage.col("alloc_mem").copy(), cycles, self.t, self.notes)
 
 
 _NO_VARIANT = VariantSpec(name="default")

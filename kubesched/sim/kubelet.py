@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 import numpy as np
 
 from kubesched.cluster.events import Cause, Event, EventType
-from kubesched.config.kubelet_config import KubeletEvictionConfig
+from kubesched.kubelet.kubelet_config import KubeletEvictionConfig
 from kubesched.kubelet.manager import EvictionManager
 from kubesched.kubelet.oom import pod_oom_score_adjust
 from kubesched.kubelet.signals import SYSTEM_CONTAINER_PODS, ContainerStats, MemoryStats, NodeStats, PodStats, Summary

@@ -12,6 +12,7 @@ LowNodeLoad and LoadAwareScheduling). The descheduler's MetricsCollector then sm
 from __future__ import annotations
 
 import math
+import warnings
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -138,8 +139,6 @@ class _quiet:
     """Silence numpy's "mean of empty slice" warnings for nodes absent from every sample."""
 
     def __enter__(self) -> None:
-        import warnings
-
         self._ctx = warnings.catch_warnings()
         self._ctx.__enter__()
         warnings.simplefilter("ignore", category=RuntimeWarning)

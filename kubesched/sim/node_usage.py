@@ -25,7 +25,7 @@ from kubesched.api.objects import Node, Pod
 from kubesched.api.quantity import parse_quantity
 from kubesched.api.resources import pod_limits, scheduler_request
 from kubesched.cluster.events import Event, EventType
-from kubesched.config.kubelet_config import KubeletEvictionConfig
+from kubesched.kubelet.kubelet_config import KubeletEvictionConfig
 from kubesched.sim.context import Sim
 from kubesched.sim.pods import SimPod
 from kubesched.sim.scenario import Match, ModelSpec, UsageRule

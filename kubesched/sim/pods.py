@@ -57,9 +57,9 @@ class PodRegistry:
         self.sim = sim
         self.pods: dict[str, SimPod] = {}
         self._serial = 0
-        # The simulator's drivers, told of each change to a recorded pod (after the record is updated) and
-        # of each new record, in the order they were added.
-        self.watchers: list[Callable[[SimPod, Event], None]] = []
+        # The simulator's drivers, told of the changes they watch to a recorded pod (after the record is
+        # updated) and of each new record, in the order they were added.
+        self._watchers: dict[EventType, list[Callable[[SimPod, Event], None]]] = {t: [] for t in EventType}
         self.on_register: list[Callable[[SimPod], None]] = []
         # Records of pods deleted at the current instant (a report may still need their workload).
         self._tombstones: dict[str, SimPod] = {}
@@ -133,8 +133,13 @@ class PodRegistry:
             self._tombstones[obj.key] = sp
         else:
             self._update(sp, ev)
-        for fn in self.watchers:
+        for fn in self._watchers[t]:
             fn(sp, ev)
+
+    def watch(self, fn: Callable[[SimPod, Event], None], *types: EventType) -> None:
+        """Call fn(sim_pod, event) for the changes of these types (every type when none is named)."""
+        for t in types or tuple(EventType):
+            self._watchers[t].append(fn)
 
     def _update(self, sp: SimPod, ev: Event) -> None:
         obj = ev.obj

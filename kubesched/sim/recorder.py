@@ -8,7 +8,7 @@ scenario's hotThreshold; hot-node minutes add up hot nodes × recording interval
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +33,8 @@ class Recorder:
     pending: list[int] = field(default_factory=list)
     running: list[int] = field(default_factory=list)
     allocation: dict[str, list[float]] = field(default_factory=dict)  # resource → requested / allocatable, cluster
+    # Extended resource → per record, requested / allocatable per sim node id (NaN: absent, or none allocatable).
+    node_requested: dict[str, list[np.ndarray]] = field(default_factory=dict)
     evictions: list[Eviction] = field(default_factory=list)
     bindings: list[Binding] = field(default_factory=list)
     latencies: list[float] = field(default_factory=list)
@@ -53,6 +55,28 @@ class Recorder:
         self.running.append(running)
         for k, v in allocation.items():
             self.allocation.setdefault(k, []).append(v)
+
+    def record_node_requests(self, requested: np.ndarray, allocatable: np.ndarray, columns: Mapping[str, int],
+                             rows_of_nid: np.ndarray, resources: Iterable[str]) -> None:
+        """Per node, the share of each extended resource requested, at the record just made.
+
+        `requested` and `allocatable` are the node table's columns (rows × resources), `rows_of_nid` maps a
+        sim node id to its table row (-1: absent). CPU and memory are recorded by `record` already.
+        """
+        ok = rows_of_nid >= 0
+        for res in resources:
+            c = columns.get(res)
+            if c is None or res in ("cpu", "memory"):
+                continue
+            frac = np.full(len(rows_of_nid), np.nan, dtype=np.float32)
+            alloc = allocatable[rows_of_nid[ok], c]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                frac[ok] = np.where(alloc > 0, requested[rows_of_nid[ok], c] / alloc, np.nan)
+            rows = self.node_requested.setdefault(res, [])
+            # A resource first seen after some records gets empty rows before, so rows stay aligned with times.
+            while len(rows) < len(self.times) - 1:
+                rows.append(np.full(0, np.nan, dtype=np.float32))
+            rows.append(frac)
 
     def event(self, t: float, kind: str, **data: Any) -> None:
         self.events.append({"t": round(t, 3), "event": kind, **data})
@@ -143,6 +167,8 @@ class Recorder:
             "podsCreated": self.created_pods,
             "podsScheduled": len(self.bindings),
             "failedSchedulingAttempts": self.failed_attempts,
+            # Scheduling takes no virtual time: a pod waits only while it cannot be placed.
+            "podsWaited": int(np.count_nonzero(lat > 0)),
             "schedulingLatencyP50": stat(lat, lambda a: np.percentile(a, 50)),
             "schedulingLatencyP95": stat(lat, lambda a: np.percentile(a, 95)),
             "schedulingLatencyMax": stat(lat, np.max),
@@ -221,3 +247,4 @@ class Recording:
                 if res in arrived:
                     allocation[f"{res}_arrived"] = arrived[res] / total
         self.rec.record(sim.t, cpu, mem, req, self.queue_length(), int(u.slots["live"].sum()), allocation)
+        self.rec.record_node_requests(table.requested, table.alloc, table.column, self._row_of_nid, self.traces.resources)

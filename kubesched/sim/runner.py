@@ -2,7 +2,9 @@
 
 Every variant runs in its own process from the scenario file (the same seed, the same usage for the same
 replicas), writes its results under `<out>/variants/<name>/`, and returns its summary and series; the
-parent writes `summary.json`, `comparison.csv` and the self-contained `report.html`.
+parent writes `summary.json` and `comparison.csv`. `run_simulation` returns everything a report needs
+(`SimulationRun`); the HTML report is drawn from it by the report layer (`kubesched.report.simulation`),
+which this module does not import.
 """
 
 from __future__ import annotations
@@ -12,15 +14,23 @@ import multiprocessing as mp
 import os
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from kubesched.api.snapshot import iter_objects, read_documents
+from kubesched.cluster.state import ClusterState
+from kubesched.config.descheduler_policy import parse_descheduler_policy
+from kubesched.config.scheduler_config import default_config, parse_scheduler_config
+from kubesched.descheduler.registry import default_registry
 from kubesched.diagnostics import silence, warn
 from kubesched.errors import InputError
+from kubesched.kubelet.kubelet_config import parse_kubelet_config
 from kubesched.output import atomic_directory, check_output_dir
+from kubesched.scheduler.framework import SchedulerServices
+from kubesched.scheduler.scheduler import Scheduler
+from kubesched.sim.engine import Engine
+from kubesched.sim.output import have_pyarrow, json_dump, write_csv, write_variant
 from kubesched.sim.scenario import Scenario, VariantSpec, load_scenario, load_variant_file
 
 # What the comparison table shows, in order: (summary key, label, format).
@@ -30,10 +40,12 @@ TABLE_ROWS: list[tuple[str, str, str]] = [
     ("cpuRangeMean", "CPU spread: max − min (mean)", "pct"),
     ("cpuSpreadStdFinal", "CPU spread: std at the end", "pct"),
     ("cpuMaxPeak", "hottest node, peak", "pct"),
-    ("hotNodeMinutes", "hot-node minutes", "num"),
+    ("hotNodeMinutes", "hot-node minutes", "minutes"),
     ("memSpreadStdMean", "memory spread: std (mean)", "pct"),
     ("pendingMax", "pending pods, max", "int"),
-    ("schedulingLatencyP95", "scheduling latency p95 (s)", "num"),
+    ("podsWaited", "pods that waited to be scheduled", "int"),
+    ("schedulingLatencyP95", "scheduling wait, p95", "duration"),
+    ("schedulingLatencyMax", "scheduling wait, max", "duration"),
     ("podsScheduled", "pods scheduled", "int"),
     ("evictions", "evictions", "int"),
     ("deschedulerEvictions", "  by the descheduler", "int"),
@@ -64,12 +76,6 @@ def resolve_variants(s: Scenario, cli: list[str]) -> list[VariantSpec]:
 
 def check_variant(s: Scenario, v: VariantSpec) -> None:
     """Parse every configuration a variant uses (plugins, args) so that errors show before any run."""
-    from kubesched.cluster.state import ClusterState
-    from kubesched.config.kubelet_config import parse_kubelet_config
-    from kubesched.config.scheduler_config import default_config, parse_scheduler_config
-    from kubesched.scheduler.framework import SchedulerServices
-    from kubesched.scheduler.scheduler import Scheduler
-
     src = v.scheduler or s.scheduler
     cfg = parse_scheduler_config(src.raw, src.source) if src else default_config()
     Scheduler(ClusterState(), cfg, seed=s.seed, services=SchedulerServices(start=s.start))
@@ -81,9 +87,7 @@ def check_variant(s: Scenario, v: VariantSpec) -> None:
                  f"(profiles: {', '.join(sorted(served))}): its pods stay pending", file=s.path)
     desched = v.descheduler if v.descheduler_set else s.descheduler
     if desched is not None:
-        from kubesched.config.descheduler_policy import parse_descheduler_policy
-
-        parse_descheduler_policy(desched.policy.raw, desched.policy.source)
+        parse_descheduler_policy(desched.policy.raw, desched.policy.source, default_registry())
     k = v.kubelet or s.kubelet.config
     if k is not None:
         parse_kubelet_config(k.raw, k.source)
@@ -139,9 +143,6 @@ def _init_worker(queue: Any) -> None:
 def run_variant(scenario_path: str, variant: VariantSpec, out_dir: str | None, parquet: bool,
                 overrides: dict[str, Any]) -> dict[str, Any]:
     """Run one variant; write its files; return what the comparison and the report need."""
-    from kubesched.sim.engine import Engine
-    from kubesched.sim.output import write_variant
-
     s = load_scenario(scenario_path)
     s = apply_overrides(s, overrides)
     last = [-1.0]
@@ -151,12 +152,28 @@ def run_variant(scenario_path: str, variant: VariantSpec, out_dir: str | None, p
             last[0] = frac
             _QUEUE.put((variant.name, frac))
 
-    result = Engine(s, variant, progress).run()
-    data = collect(result, s)
+    data = run_scenario(s, variant, progress)
     if out_dir is not None:
         write_variant(Path(out_dir) / "variants" / variant.name, data, parquet)
     if _QUEUE is not None:
         _QUEUE.put((variant.name, 1.0))
+    return data
+
+
+def run_scenario(s: Scenario, variant: VariantSpec, progress: Callable[[float], None] | None = None) -> dict[str, Any]:
+    """Run a loaded scenario under one variant in this process and return what `collect` returns.
+
+    The public entry point for programs that run many simulations (`kubesched tune`, `kubesched sweep`).
+    The summary also gets `pendingLongest`: the longest a pod waited to be bound, in seconds, counting the
+    pods still pending at the end up to the end.
+    """
+
+    engine = Engine(s, variant, progress)
+    result = engine.run()
+    data = collect(result, s)
+    waits = [b.t - b.created for b in result.recorder.bindings]
+    waits += [result.end - sp.created for sp in engine.pods.values() if not sp.node and not sp.gone]
+    data["summary"]["pendingLongest"] = round(max(waits, default=0.0), 3)
     return data
 
 
@@ -186,6 +203,7 @@ def collect(result: Any, s: Scenario) -> dict[str, Any]:
         "node_cpu": rec.matrix(rec.node_cpu),
         "node_mem": rec.matrix(rec.node_mem),
         "node_cpu_req": rec.matrix(rec.node_cpu_req),
+        "node_requested": {res: rec.matrix(rows) for res, rows in rec.node_requested.items()},
         "evictions": [dataclasses.asdict(e) for e in rec.evictions],
         "bindings": [dataclasses.asdict(b) for b in rec.bindings],
         "oom_kills": list(rec.oom_kills),
@@ -198,12 +216,29 @@ def collect(result: Any, s: Scenario) -> dict[str, Any]:
 # ---------------------------------------------------------------- all variants
 
 
-def simulate(scenario_path: str, cli_variants: list[str], out_dir: str | None, jobs: int | None = None,
-             overrides: dict[str, Any] | None = None, html: bool = True,
-             on_progress: Callable[[str, float], None] | None = None) -> dict[str, Any]:
-    """Run every variant and write the comparison; returns the JSON document `--json` prints."""
-    from kubesched.sim.output import have_pyarrow, json_dump, write_csv
+@dataclass(slots=True)
+class SimulationRun:
+    """One `kubesched simulate`: the scenario, its variants, each variant's results (summary, series,
+    per-node matrices, events: what `collect` returns), and `doc`, the JSON document the CLI prints."""
 
+    scenario: Scenario
+    variants: list[VariantSpec]
+    results: list[dict[str, Any]]
+    doc: dict[str, Any]
+    out: Path | None
+
+
+def run_simulation(scenario_path: str, cli_variants: list[str], out_dir: str | None, jobs: int | None = None,
+                   overrides: dict[str, Any] | None = None,
+                   on_progress: Callable[[str, float], None] | None = None,
+                   finish: Callable[[SimulationRun], None] | None = None) -> SimulationRun:
+    """Run every variant; with `out_dir`, write the per-variant files, summary.json and comparison.csv.
+
+    The folder is checked before any work and written whole or not at all: everything goes into a
+    temporary folder that replaces `out_dir` only when the run has finished. `finish` (the report, for
+    instance) is called with the run while its folder (`run.out`) is still that temporary one; the paths
+    it records in `run.doc["files"]` are moved to `out_dir` with the folder.
+    """
     if out_dir is not None:
         check_output_dir(out_dir)
     s = apply_overrides(load_scenario(scenario_path), overrides or {})
@@ -217,9 +252,8 @@ def simulate(scenario_path: str, cli_variants: list[str], out_dir: str | None, j
     parquet = have_pyarrow()
     if out_dir is None:
         results = _run_all(scenario_path, variants, None, parquet, overrides or {}, jobs, on_progress)
-        return _document(s, variants, results)
+        return SimulationRun(s, variants, results, _document(s, variants, results), None)
     out = check_output_dir(out_dir)
-    # Everything is written into a temporary folder that replaces `out` only when the run has finished.
     with atomic_directory(out) as tmp:
         results = _run_all(scenario_path, variants, str(tmp), parquet, overrides or {}, jobs, on_progress)
         doc = _document(s, variants, results)
@@ -227,15 +261,27 @@ def simulate(scenario_path: str, cli_variants: list[str], out_dir: str | None, j
         header = ["metric"] + [r["variant"] for r in results]
         rows = [[key] + [r["summary"].get(key) for r in results] for key, _, _ in TABLE_ROWS]
         write_csv(tmp / "comparison.csv", header, rows)
-        if html:
-            from kubesched.report.html import render_report
+        doc["files"] = {"summary": str(tmp / "summary.json"), "comparison": str(tmp / "comparison.csv"),
+                        "report": None,
+                        "variants": {r["variant"]: str(tmp / "variants" / r["variant"]) for r in results},
+                        "parquet": parquet}
+        run = SimulationRun(s, variants, results, doc, tmp)
+        if finish is not None:
+            finish(run)
+    run.out = out
+    doc["files"] = _moved(doc["files"], str(tmp), str(out))
+    return run
 
-            (tmp / "report.html").write_text(render_report(s, variants, results))
-    doc["files"] = {"summary": str(out / "summary.json"), "comparison": str(out / "comparison.csv"),
-                    "report": str(out / "report.html") if html else None,
-                    "variants": {r["variant"]: str(out / "variants" / r["variant"]) for r in results},
-                    "parquet": parquet}
-    return doc
+
+def _moved(value: Any, old: str, new: str) -> Any:
+    """`value` (a path, or lists and maps of them) with the folder `old` renamed `new`."""
+    if isinstance(value, str):
+        return new + value[len(old):] if value == old or value.startswith(old + os.sep) else value
+    if isinstance(value, list):
+        return [_moved(v, old, new) for v in value]
+    if isinstance(value, dict):
+        return {k: _moved(v, old, new) for k, v in value.items()}
+    return value
 
 
 def _document(s: Scenario, variants: list[VariantSpec], results: list[dict[str, Any]]) -> dict[str, Any]:
@@ -246,6 +292,13 @@ def _document(s: Scenario, variants: list[VariantSpec], results: list[dict[str, 
         "variants": [{"name": r["variant"], "description": _description(v), "summary": r["summary"],
                       "loops": r["loops"], "notes": r["notes"]} for v, r in zip(variants, results, strict=True)],
     }
+
+
+def simulate(scenario_path: str, cli_variants: list[str], out_dir: str | None, jobs: int | None = None,
+             overrides: dict[str, Any] | None = None,
+             on_progress: Callable[[str, float], None] | None = None) -> dict[str, Any]:
+    """Run every variant and write the comparison (no HTML report); returns the JSON document the CLI prints."""
+    return run_simulation(scenario_path, cli_variants, out_dir, jobs, overrides, on_progress).doc
 
 
 def _description(v: VariantSpec) -> str:
@@ -302,22 +355,3 @@ class _ListQueue:
     def put(self, item: tuple[str, float]) -> None:
         if self.cb is not None:
             self.cb(*item)
-
-
-def format_cell(value: Any, kind: str) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float) and np.isnan(value):
-        return "-"
-    if kind == "pct":
-        return f"{100 * float(value):.1f}%"
-    if kind == "int":
-        return str(int(value))
-    return f"{float(value):.1f}" if isinstance(value, float) else str(value)
-
-
-def comparison_rows(doc: dict[str, Any]) -> list[list[str]]:
-    rows = []
-    for key, label, kind in TABLE_ROWS:
-        rows.append([label] + [format_cell(v["summary"].get(key), kind) for v in doc["variants"]])
-    return rows

@@ -17,6 +17,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from kubesched.api import fields
+from kubesched.api.defaulting import SYSTEM_PRIORITY_CLASSES, default_workload
 from kubesched.api.documents import describe
 from kubesched.api.objects import parse_node, parse_time
 from kubesched.api.selectors import LabelSelector, parse_label_selector
@@ -49,21 +51,23 @@ DEFAULT_START = "2025-01-06T00:00:00Z"
 
 
 class Obj:
-    """A mapping read field by field: unknown keys and wrong types are InputErrors naming the field."""
+    """A mapping of the scenario read field by field: unknown keys and wrong types are InputErrors naming the
+    field (kubesched.api.fields reads the values; strings must not be empty, numbers have a minimum)."""
 
     def __init__(self, raw: Any, where: str, allowed: tuple[str, ...], file: str | None = None) -> None:
-        if not isinstance(raw, dict):
-            raise InputError(f"expected an object, got {_type(raw)}", file=file, field=where or None)
-        for k in raw:
-            if k not in allowed:
-                raise InputError(f"unknown field {k!r}; expected one of: {', '.join(allowed)}", file=file,
-                                 field=_join(where, str(k)))
-        self.raw = raw
+        try:
+            if raw is None:
+                raise InputError(f"expected an object, got {_type(raw)}", field=where or None)
+            self.raw = fields.mapping(raw, where, show=_type)
+            fields.check_known(self.raw, where, allowed, message="unknown field {key!r}; expected one of: {allowed}",
+                               meta=False)
+        except InputError as e:
+            raise e.located(file=file) from None
         self.where = where
         self.file = file
 
     def f(self, key: str) -> str:
-        return _join(self.where, key)
+        return fields.join(self.where, key)
 
     def has(self, key: str) -> bool:
         return self.raw.get(key) is not None
@@ -128,26 +132,19 @@ class Obj:
 
     def boolean(self, key: str, default: bool = False) -> bool:
         v = self.raw.get(key)
-        if v is None:
-            return default
-        if not isinstance(v, bool):
-            raise self.err(key, f"expected true or false, got {v!r}")
-        return v
+        try:
+            return default if v is None else fields.boolean(v, self.f(key))
+        except InputError as e:
+            raise e.located(file=self.file) from None
 
     def seq(self, key: str) -> list[Any]:
-        v = self.raw.get(key)
-        if v is None:
-            return []
-        if not isinstance(v, list):
-            raise self.err(key, f"expected a list, got {_type(v)}")
-        return v
+        try:
+            return fields.sequence(self.raw.get(key), self.f(key), show=_type)
+        except InputError as e:
+            raise e.located(file=self.file) from None
 
     def obj(self, key: str, allowed: tuple[str, ...]) -> Obj:
         return Obj(self.raw.get(key) or {}, self.f(key), allowed, self.file)
-
-
-def _join(where: str, key: str) -> str:
-    return f"{where}.{key}" if where else key
 
 
 def _type(v: Any) -> str:
@@ -1009,8 +1006,6 @@ def parse_scenario(doc: Any, path: str) -> Scenario:
 
 def _check_workloads(workloads: list[WorkloadSpec], cluster: ClusterSpec, file: str) -> None:
     """Workload defaults and validation up front, and PriorityClass names that exist."""
-    from kubesched.api.defaulting import SYSTEM_PRIORITY_CLASSES, default_workload
-
     classes = set(SYSTEM_PRIORITY_CLASSES)
     classes.update(str((o.get("metadata") or {}).get("name")) for o in cluster.objects if o.get("kind") == "PriorityClass")
     if cluster.snapshot:

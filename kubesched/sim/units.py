@@ -1,47 +1,25 @@
-"""Small parsers the scenario shares: Go durations, quantities in a given unit, stable hashing."""
+"""Small parsers the scenario shares: durations (Go's, or seconds), quantities in a given unit."""
 
 from __future__ import annotations
 
-import re
 from fractions import Fraction
 from typing import Any
 
+from kubesched.api.duration import read_duration_seconds
 from kubesched.api.quantity import parse_quantity
 from kubesched.errors import InputError
 
+# A scenario's durations are bounded so that a typo (1e300 seconds) is refused instead of running forever.
 MAX_SECONDS = 100 * 365 * 24 * 3600.0
-_DURATION = re.compile(r"([0-9]*\.?[0-9]+)(h|ms|m|s|us|µs|ns)")
-_UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
 
 
 def parse_duration(value: Any, field: str, *, allow_zero: bool = True) -> float:
-    """A Go duration ("15m", "1h30m", "10s") or a number of seconds, as seconds (never negative)."""
-    expected = "expected a duration such as 10s, 5m or 1h30m"
-    if isinstance(value, bool) or value is None:
-        raise InputError(f"{expected}, got {value!r}", field=field)
-    if isinstance(value, (int, float)):
-        seconds = float(value)
-    elif isinstance(value, str):
-        text = value.strip()
-        if text == "0":
-            seconds = 0.0
-        else:
-            pos, seconds = 0, 0.0
-            for m in _DURATION.finditer(text):
-                if m.start() != pos:
-                    break
-                seconds += float(m.group(1)) * _UNIT_SECONDS[m.group(2)]
-                pos = m.end()
-            if pos != len(text) or not text:
-                raise InputError(f"{expected}, got {value!r}", field=field)
-    else:
-        raise InputError(f"{expected}, got {value!r}", field=field)
-    if seconds < 0 or seconds != seconds:
-        raise InputError(f"expected a non-negative duration, got {value!r}", field=field)
+    """A scenario duration in seconds: a Go duration ("15m", "1h30m", "10s") or a plain number of seconds,
+    never negative and at most 100 years (kubesched.api.duration reads it)."""
+    seconds = read_duration_seconds(value, field, example="10s, 5m or 1h30m", numbers=True, negative=False,
+                                    zero=allow_zero)
     if seconds > MAX_SECONDS:
         raise InputError(f"expected a duration of at most 100 years, got {value!r}", field=field)
-    if not allow_zero and seconds == 0:
-        raise InputError(f"expected a positive duration, got {value!r}", field=field)
     return seconds
 
 

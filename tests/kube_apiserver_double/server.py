@@ -144,6 +144,7 @@ class Request:
     method: str
     path: str
     query: dict[str, str]
+    agent: str = ""  # the User-Agent header (which client sent it)
 
 
 # ---------------------------------------------------------------- the server
@@ -166,6 +167,8 @@ class KubeAPIServerDouble:
         self.store = Store(history_limit=history_limit, continue_ttl=continue_ttl)
         self.faults = Faults()
         self.requests: list[Request] = []
+        # Every answer sent, with its status code (watches: 200 when the stream starts).
+        self.answers: list[tuple[Request, int]] = []
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
@@ -179,7 +182,7 @@ class KubeAPIServerDouble:
 
     def start(self) -> KubeAPIServerDouble:
         self._stopping.clear()
-        httpd = ThreadingHTTPServer((self.host, self.port), _Handler)
+        httpd = _Server((self.host, self.port), _Handler)
         httpd.daemon_threads = True
         httpd.double = self  # type: ignore[attr-defined]
         self.port = httpd.server_address[1]
@@ -390,6 +393,15 @@ def _decode_continue(token: str) -> tuple[str, int]:
 # ---------------------------------------------------------------- HTTP
 
 
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that goes away mid-request (a process stopped with connections open) is not an error.
+        import sys
+
+        if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            super().handle_error(request, client_address)
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "kube-apiserver-test-double"
@@ -419,6 +431,9 @@ class _Handler(BaseHTTPRequestHandler):
         self._handle("DELETE")
 
     def _send_json(self, code: int, body: Any, headers: dict[str, str] | None = None) -> None:
+        req = getattr(self, "_request", None)
+        if req is not None:
+            self.double.answers.append((req, code))
         data = json.dumps(body, separators=(",", ":")).encode()
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
@@ -473,7 +488,9 @@ class _Handler(BaseHTTPRequestHandler):
         path = parts.path.rstrip("/") or "/"
         query = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
         watch = query.get("watch") in ("true", "1")
-        d.requests.append(Request(method, path, query))
+        req = Request(method, path, query, self.headers.get("User-Agent") or "")
+        self._request = req
+        d.requests.append(req)
         try:
             for rule in d.faults.take(method, path, watch):
                 if rule.action == "delay":

@@ -1,7 +1,7 @@
 """Shared pieces of the descheduler strategies: argument reading, pod listing and filters, eviction calls.
 
-Arguments are read the way the descheduler's strict decoder reads plugin args: unknown fields and values of
-the wrong type are errors, named by field. Pod listings mirror `podutil.ListPodsOnANode` (phases other than
+Arguments are read (kubesched.api.fields) the way the descheduler's strict decoder reads plugin args: unknown
+fields and values of the wrong type are errors, named by field. Pod listings mirror `podutil.ListPodsOnANode` (phases other than
 Succeeded/Failed) and `ListAllPodsOnANode` (every phase); each listing is in pod-name order, the
 deterministic order upstream's own tests impose on the (otherwise unordered) pod informer index.
 """
@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from kubesched.api import fields
 from kubesched.api.objects import Node, Pod, Taint
 from kubesched.api.selectors import LabelSelector, parse_label_selector
 from kubesched.descheduler import podutil
@@ -21,8 +22,6 @@ from kubesched.errors import InputError
 
 PodFilter = Callable[[Pod], bool]
 
-INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
-UINT_MAX = 2**64 - 1
 # Go's zero time.Time: the creation time of an object without metadata.creationTimestamp.
 GO_ZERO_TIME = datetime(1, 1, 1, tzinfo=UTC)
 # time.Duration saturates at about 292 years; ages are capped the same way.
@@ -32,97 +31,28 @@ MAX_DURATION_SECONDS = (2**63 - 1) / 1e9
 # ---------------------------------------------------------------- reading args
 
 
-class StrategyArgs:
-    """Mixin of the strategies: `validate` parses and checks args (upstream's defaulting and validation);
-    `validate_args` is the policy loader's hook, naming the field from the policy's root."""
-
-    @classmethod
-    def validate(cls, args: Any) -> Any:
-        raise NotImplementedError
-
-    @classmethod
-    def validate_args(cls, args: dict[str, Any], field: str) -> dict[str, Any]:
-        try:
-            cls.validate(args)
-        except InputError as e:
-            raise e.located(field_prefix=field) from None
-        return dict(args)
+def strategy_fields(plugin: str, raw: Any, field: str, allowed: tuple[str, ...]) -> fields.Fields:
+    """A strategy's args object, read as the descheduler's strict decoder reads it: unknown fields (names are
+    case-sensitive) and values of the wrong type are errors; every message starts with "<plugin> args: "."""
+    return fields.Fields(raw, field, allowed=allowed, prefix=f"{plugin} args: ",
+                         unknown="unknown field {key!r} (expected one of {allowed})")
 
 
-
-def args_dict(plugin: str, args: Any) -> dict[str, Any]:
-    if args is None:
-        return {}
-    if not isinstance(args, Mapping):
-        raise InputError(f"{plugin} args: expected an object, got {type(args).__name__}", field="args")
-    return dict(args)
+def int32(a: fields.Fields, name: str, default: int = 0) -> int:
+    """An `int32` field (JSON numbers like 3.0 decode into Go integers; 3.5 or "3" do not)."""
+    return a.integer(name, default, bits=fields.INT32, what="a 32-bit integer", whole_floats=True)  # type: ignore[no-any-return]
 
 
-def check_known_fields(plugin: str, args: Mapping[str, Any], allowed: Iterable[str]) -> None:
-    """Strict decoding: every field must be one the plugin's args type has (case-sensitive)."""
-    allowed = tuple(allowed)
-    for key in args:
-        if key in ("apiVersion", "kind"):
-            continue
-        if key not in allowed:
-            raise InputError(f"{plugin} args: unknown field {key!r} (expected one of {', '.join(allowed)})",
-                             field=str(key))
+def optional_strings(a: fields.Fields, name: str) -> list[str] | None:
+    """A `[]string` field: None when absent or null."""
+    return a.strings(name, show=repr) if a.has(name) else None
 
 
-def get_bool(plugin: str, args: Mapping[str, Any], name: str, default: bool = False) -> bool:
-    v = args.get(name)
-    if v is None:
-        return default
-    if not isinstance(v, bool):
-        raise InputError(f"{plugin} args: expected true or false, got {v!r}", field=name)
-    return v
-
-
-def _as_int(plugin: str, v: Any, field: str, lo: int, hi: int, what: str) -> int:
-    # JSON numbers like 3.0 decode into Go integers; 3.5 or "3" do not.
-    if isinstance(v, float) and v.is_integer():
-        v = int(v)
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise InputError(f"{plugin} args: expected {what}, got {v!r}", field=field)
-    if v < lo or v > hi:
-        raise InputError(f"{plugin} args: expected {what}, got {v}", field=field)
-    return v
-
-
-def get_int32(plugin: str, args: Mapping[str, Any], name: str, default: int = 0) -> int:
-    v = args.get(name)
-    if v is None:
-        return default
-    return _as_int(plugin, v, name, INT32_MIN, INT32_MAX, "a 32-bit integer")
-
-
-def get_uint(plugin: str, args: Mapping[str, Any], name: str) -> int | None:
-    """A `*uint` field: None when absent or null."""
-    v = args.get(name)
-    if v is None:
+def optional_int32s(a: fields.Fields, name: str) -> list[int] | None:
+    """A `[]int32` field: None when absent or null."""
+    if not a.has(name):
         return None
-    return _as_int(plugin, v, name, 0, UINT_MAX, "a non-negative integer")
-
-
-def get_str_list(plugin: str, args: Mapping[str, Any], name: str) -> list[str] | None:
-    v = args.get(name)
-    if v is None:
-        return None
-    if not isinstance(v, list):
-        raise InputError(f"{plugin} args: expected a list of strings, got {v!r}", field=name)
-    for i, s in enumerate(v):
-        if not isinstance(s, str):
-            raise InputError(f"{plugin} args: expected a string, got {s!r}", field=f"{name}[{i}]")
-    return list(v)
-
-
-def get_int32_list(plugin: str, args: Mapping[str, Any], name: str) -> list[int] | None:
-    v = args.get(name)
-    if v is None:
-        return None
-    if not isinstance(v, list):
-        raise InputError(f"{plugin} args: expected a list of integers, got {v!r}", field=name)
-    return [_as_int(plugin, x, f"{name}[{i}]", INT32_MIN, INT32_MAX, "a 32-bit integer") for i, x in enumerate(v)]
+    return a.integers(name, show=repr, item_what="a 32-bit integer", bits=fields.INT32, whole_floats=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,36 +63,32 @@ class IncludeExclude:
     exclude: tuple[str, ...] = ()
 
 
-def get_include_exclude(plugin: str, args: Mapping[str, Any], name: str, what: str) -> IncludeExclude | None:
-    v = args.get(name)
-    if v is None:
+def include_exclude(a: fields.Fields, name: str, what: str) -> IncludeExclude | None:
+    """An {include, exclude} field (None when absent); only one of the two may be set."""
+    if not a.has(name):
         return None
-    if not isinstance(v, Mapping):
-        raise InputError(f"{plugin} args: expected an object with include and/or exclude, got {v!r}", field=name)
-    for key in v:
-        if key not in ("include", "exclude"):
-            raise InputError(f"{plugin} args: unknown field {key!r} (expected include or exclude)",
-                             field=f"{name}.{key}")
-    include = get_str_list(plugin, v, "include") or []
-    exclude = get_str_list(plugin, v, "exclude") or []
+    v = a.object(name, ("include", "exclude"), what="an object with include and/or exclude", show=repr, meta=False,
+                 unknown="unknown field {key!r} (expected include or exclude)")
+    include = optional_strings(v, "include") or []
+    exclude = optional_strings(v, "exclude") or []
     if include and exclude:
-        raise InputError(f"{plugin} args: only one of Include/Exclude {what} can be set", field=name)
+        raise a.error(name, f"only one of Include/Exclude {what} can be set")
     return IncludeExclude(tuple(include), tuple(exclude))
 
 
-def get_namespaces(plugin: str, args: Mapping[str, Any]) -> IncludeExclude | None:
-    return get_include_exclude(plugin, args, "namespaces", "namespaces")
+def namespaces(a: fields.Fields) -> IncludeExclude | None:
+    return include_exclude(a, "namespaces", "namespaces")
 
 
-def get_label_selector(plugin: str, args: Mapping[str, Any], name: str = "labelSelector") -> LabelSelector | None:
+def label_selector(a: fields.Fields, name: str = "labelSelector") -> LabelSelector | None:
     """A `*metav1.LabelSelector`: None when absent (no filtering); otherwise it must convert to a selector."""
-    v = args.get(name)
+    v = a.get(name)
     if v is None:
         return None
     try:
-        return parse_label_selector(v, name)
+        return parse_label_selector(v, a.path(name))
     except InputError as e:
-        raise InputError(f"{plugin} args: failed to get label selectors from strategy's params: {e.message}",
+        raise InputError(f"{a.prefix}failed to get label selectors from strategy's params: {e.message}",
                          field=e.field) from None
 
 
@@ -263,11 +189,11 @@ def terminated_exit_code(pod: Pod, cs: Mapping[str, Any]) -> int | None:
 
 
 def status_int(pod: Pod, v: Any, field: str) -> int:
-    if v is None:
-        return 0
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or (isinstance(v, float) and not v.is_integer()):
-        raise InputError(f"expected an integer, got {v!r}", obj=f"Pod {pod.key}", field=field)
-    return int(v)
+    """An integer of a pod's status (0 when unset)."""
+    try:
+        return fields.optional_integer(v, field, 0, whole_floats=True) or 0
+    except InputError as e:
+        raise e.located(obj=f"Pod {pod.key}") from None
 
 
 def pod_status_reason(pod: Pod) -> str:

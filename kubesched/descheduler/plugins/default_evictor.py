@@ -10,14 +10,19 @@ PreFilter/Filter/Score for that profile (see `kubesched.descheduler.scheduler_fi
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from kubesched.api.objects import Node, Pod
-from kubesched.api.selectors import LabelSelector, parse_label_selector
-from kubesched.config.descheduler_policy import SYSTEM_CRITICAL_PRIORITY, parse_duration_seconds
+from kubesched.api import fields
+from kubesched.api.duration import SECOND, format_go_duration, read_duration
+from kubesched.api.objects import Node, Pod, parse_time
+from kubesched.api.selectors import LabelSelector, parse_label_selector, parse_label_selector_string
+from kubesched.config.plugin_args import OMITEMPTY, PluginArgs
 from kubesched.descheduler import nodeutil, podutil
 from kubesched.descheduler.framework import EvictorPlugin, Handle
+from kubesched.descheduler.podutil import SYSTEM_CRITICAL_PRIORITY
+from kubesched.descheduler.scheduler_fit import check_profile, scheduler_node_fit
 from kubesched.errors import InputError
 
 PODS_WITH_LOCAL_STORAGE = "PodsWithLocalStorage"
@@ -35,25 +40,155 @@ EXTRA_POD_PROTECTIONS = (PODS_WITH_PVC, PODS_WITHOUT_PDB, PODS_WITH_RESOURCE_CLA
 Constraint = Callable[[Pod], str | None]
 
 
-def effective_pod_protections(args: dict[str, Any]) -> list[str]:
+_ARGS = ("nodeSelector", "labelSelector", "namespaceLabelSelector", "priorityThreshold", "nodeFit", "minReplicas",
+         "minPodAge", "noEvictionPolicy", "podProtections", "evictLocalStoragePods", "evictDaemonSetPods",
+         "evictSystemCriticalPods", "ignorePvcPods", "ignorePodsWithoutPDB", "evictFailedBarePods", "nodeFitProfile",
+         "apiVersion", "kind")
+# The deprecated booleans, in the order upstream's validation names them.
+_DEPRECATED = ("evictLocalStoragePods", "evictDaemonSetPods", "evictSystemCriticalPods", "ignorePvcPods",
+               "evictFailedBarePods", "ignorePodsWithoutPDB")
+
+
+# ---------------------------------------------------------------- args (types.go, defaults.go, validation.go)
+
+
+@dataclass(frozen=True, slots=True)
+class PriorityThreshold:
+    """api.PriorityThreshold: a priority value or a PriorityClass name (at most one)."""
+
+    value: int | None = None
+    name: str = field(default="", metadata=OMITEMPTY)
+
+
+@dataclass(frozen=True, slots=True)
+class PodProtections:
+    """PodProtections: protections added to (extraEnabled) or removed from (defaultDisabled) the defaults, and
+    config.PodsWithPVC.protectedStorageClasses (names)."""
+
+    extra_enabled: tuple[str, ...] = ()
+    default_disabled: tuple[str, ...] = ()
+    protected_storage_classes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DefaultEvictorArgs(PluginArgs):
+    """DefaultEvictorArgs (every field defaults to its zero value) with ValidateDefaultEvictorArgs; kubesched adds
+    `nodeFitProfile`. `min_pod_age` is in nanoseconds (a metav1.Duration)."""
+
+    node_selector: str | None = None
+    evict_local_storage_pods: bool = field(default=False, metadata=OMITEMPTY)
+    evict_daemon_set_pods: bool = field(default=False, metadata=OMITEMPTY)
+    evict_system_critical_pods: bool = field(default=False, metadata=OMITEMPTY)
+    ignore_pvc_pods: bool = field(default=False, metadata=OMITEMPTY)
+    evict_failed_bare_pods: bool = field(default=False, metadata=OMITEMPTY)
+    ignore_pods_without_pdb: bool = field(default=False, metadata=OMITEMPTY)
+    label_selector: LabelSelector | None = None
+    namespace_label_selector: LabelSelector | None = None
+    priority_threshold: PriorityThreshold | None = None
+    node_fit: bool = field(default=False, metadata=OMITEMPTY)
+    min_replicas: int = field(default=0, metadata=OMITEMPTY)
+    min_pod_age: int | None = None
+    no_eviction_policy: str = field(default="", metadata=OMITEMPTY)
+    pod_protections: PodProtections = PodProtections()
+    node_fit_profile: str | None = None
+
+    @classmethod
+    def from_raw(cls, raw: Mapping[str, Any] | None, field: str = "") -> DefaultEvictorArgs:
+        a = fields.Fields(raw, field, allowed=_ARGS)
+        node_selector = a.string("nodeSelector")
+        if node_selector is not None:
+            parse_label_selector_string(node_selector, a.path("nodeSelector"))
+        label_sel = _selector(a, "labelSelector")
+        ns_sel = _selector(a, "namespaceLabelSelector")
+        threshold = None
+        if a.has("priorityThreshold"):
+            pt = a.object("priorityThreshold", ("value", "name"), meta=False)
+            value = pt.integer("value", bits=fields.INT32, whole_floats=True)
+            if value is not None and value > SYSTEM_CRITICAL_PRIORITY:
+                raise pt.error("value", f"priority threshold can't be greater than {SYSTEM_CRITICAL_PRIORITY}")
+            name = pt.string("name") or ""
+            if value is not None and name:
+                raise a.error("priorityThreshold",
+                              "priority threshold misconfigured, only one of priorityThreshold fields can be set")
+            threshold = PriorityThreshold(value, name)
+        flags = {key: a.boolean(key) for key in ("nodeFit", *_DEPRECATED)}
+        min_replicas = a.unsigned("minReplicas", 0)
+        min_pod_age = (read_duration(a.raw["minPodAge"], a.path("minPodAge")) if a.has("minPodAge") else None)
+        policy = a.raw.get("noEvictionPolicy")
+        if policy not in (None, "", "Preferred", "Mandatory"):
+            raise a.error("noEvictionPolicy", f'noEvictionPolicy accepts only ["Preferred" "Mandatory"] values, got {policy!r}')
+        profile = a.string("nodeFitProfile")
+        return cls(node_selector=node_selector, evict_local_storage_pods=flags["evictLocalStoragePods"],
+                   evict_daemon_set_pods=flags["evictDaemonSetPods"],
+                   evict_system_critical_pods=flags["evictSystemCriticalPods"], ignore_pvc_pods=flags["ignorePvcPods"],
+                   evict_failed_bare_pods=flags["evictFailedBarePods"],
+                   ignore_pods_without_pdb=flags["ignorePodsWithoutPDB"], label_selector=label_sel,
+                   namespace_label_selector=ns_sel, priority_threshold=threshold, node_fit=flags["nodeFit"],
+                   min_replicas=min_replicas, min_pod_age=min_pod_age, no_eviction_policy=policy or "",
+                   pod_protections=_pod_protections(a, [k for k in _DEPRECATED if a.raw.get(k)]),
+                   node_fit_profile=profile)
+
+
+def _selector(a: fields.Fields, key: str) -> LabelSelector | None:
+    """A metav1.LabelSelector, checked the way LabelSelectorAsSelector checks it (None when absent)."""
+    if not a.has(key):
+        return None
+    sel = a.object(key, ("matchLabels", "matchExpressions"), meta=False)
+    return parse_label_selector(sel.raw, sel.field)
+
+
+def _pod_protections(a: fields.Fields, deprecated: list[str]) -> PodProtections:
+    pp = a.object("podProtections", ("extraEnabled", "defaultDisabled", "config"), meta=False)
+    extra = pp.strings("extraEnabled")
+    disabled = pp.strings("defaultDisabled")
+    if deprecated and (extra or disabled):
+        raise a.error("podProtections", f"cannot use Deprecated fields ({', '.join(deprecated)}) alongside "
+                      "PodProtections.ExtraEnabled or PodProtections.DefaultDisabled")
+    for i, p in enumerate(extra):
+        if p not in EXTRA_POD_PROTECTIONS:
+            raise pp.error(f"extraEnabled[{i}]", f"invalid pod protection policy in ExtraEnabled: {p!r}. Valid options "
+                           f"are: {', '.join(EXTRA_POD_PROTECTIONS)}")
+    for i, p in enumerate(disabled):
+        if p not in DEFAULT_POD_PROTECTIONS:
+            raise pp.error(f"defaultDisabled[{i}]", f"invalid pod protection policy in DefaultDisabled: {p!r}. Valid "
+                           f"options are: {', '.join(DEFAULT_POD_PROTECTIONS)}")
+    if len(set(disabled)) != len(disabled):
+        raise pp.error("defaultDisabled", "PodProtections.DefaultDisabled contains duplicate entries")
+    if len(set(extra)) != len(extra):
+        raise pp.error("extraEnabled", "PodProtections.ExtraEnabled contains duplicate entries")
+    pvc = pp.object("config", ("PodsWithPVC",), meta=False).object("PodsWithPVC", ("protectedStorageClasses",),
+                                                                    meta=False)
+    classes: list[str] = []
+    if "protectedStorageClasses" in pvc.raw and pvc.raw["protectedStorageClasses"] is not None:
+        items = pvc.raw["protectedStorageClasses"]
+        if not isinstance(items, list):
+            raise pvc.error("protectedStorageClasses", "expected a list")
+        for i, item in enumerate(items):
+            sc = fields.Fields(item, pvc.path(f"protectedStorageClasses[{i}]"), allowed=("name",), meta=False)
+            if PODS_WITH_PVC in extra and not sc.get("name"):
+                raise sc.error("name", f"PodProtections.Config.PodsWithPVC.ProtectedStorageClasses[{i}] name cannot "
+                               "be empty")
+            classes.append(str(sc.get("name")))
+    return PodProtections(tuple(extra), tuple(disabled), tuple(classes))
+
+
+def effective_pod_protections(args: DefaultEvictorArgs) -> list[str]:
     """getEffectivePodProtections: the new podProtections when used, else the legacy booleans."""
-    pp = args.get("podProtections") or {}
-    disabled = list(pp.get("defaultDisabled") or [])
-    extra = list(pp.get("extraEnabled") or [])
-    if disabled or extra:
-        return [p for p in DEFAULT_POD_PROTECTIONS if p not in disabled] + extra
+    pp = args.pod_protections
+    if pp.default_disabled or pp.extra_enabled:
+        return [p for p in DEFAULT_POD_PROTECTIONS if p not in pp.default_disabled] + list(pp.extra_enabled)
     out = []
-    if not args.get("evictLocalStoragePods"):
+    if not args.evict_local_storage_pods:
         out.append(PODS_WITH_LOCAL_STORAGE)
-    if not args.get("evictDaemonSetPods"):
+    if not args.evict_daemon_set_pods:
         out.append(DAEMONSET_PODS)
-    if not args.get("evictSystemCriticalPods"):
+    if not args.evict_system_critical_pods:
         out.append(SYSTEM_CRITICAL_PODS)
-    if not args.get("evictFailedBarePods"):
+    if not args.evict_failed_bare_pods:
         out.append(FAILED_BARE_PODS)
-    if args.get("ignorePvcPods"):
+    if args.ignore_pvc_pods:
         out.append(PODS_WITH_PVC)
-    if args.get("ignorePodsWithoutPDB"):
+    if args.ignore_pods_without_pdb:
         out.append(PODS_WITHOUT_PDB)
     return out
 
@@ -64,14 +199,15 @@ def _protects(constraint: Constraint) -> Callable[[Pod], bool]:
 
 class DefaultEvictor(EvictorPlugin):
     name = "DefaultEvictor"
+    Args = DefaultEvictorArgs
+    args: DefaultEvictorArgs
 
-    def __init__(self, args: dict[str, Any] | None, handle: Handle) -> None:
+    def __init__(self, args: DefaultEvictorArgs, handle: Handle) -> None:
         super().__init__(args, handle)
-        a = self.args
-        self.node_fit = bool(a.get("nodeFit", False))
-        self.node_selector: LabelSelector = nodeutil.parse_label_selector_string(a.get("nodeSelector"), "nodeSelector")
-        self.no_eviction_policy = a.get("noEvictionPolicy") or ""
-        self.protections = effective_pod_protections(a)
+        self.node_fit = args.node_fit
+        self.node_selector: LabelSelector = parse_label_selector_string(args.node_selector, "nodeSelector")
+        self.no_eviction_policy = args.no_eviction_policy
+        self.protections = effective_pod_protections(args)
         self.constraints: list[Constraint] = []
         # The same checks as `constraints`, as yes/no answers for `filter`: the built-in protections that only
         # read the pod's own fields are answered by one function (`_basic_protected`), set up from these.
@@ -84,14 +220,11 @@ class DefaultEvictor(EvictorPlugin):
         self._add_label_selector_constraint()
         self._add_min_replicas_constraint()
         self._add_min_pod_age_constraint()
-        ns_sel = a.get("namespaceLabelSelector")
-        self.namespace_selector: LabelSelector | None = None
-        if isinstance(ns_sel, dict) and (ns_sel.get("matchLabels") or ns_sel.get("matchExpressions")):
-            self.namespace_selector = parse_label_selector(ns_sel, "namespaceLabelSelector")
-        self.node_fit_profile: str | None = a.get("nodeFitProfile") or None
+        # An empty namespaceLabelSelector (no matchLabels, no matchExpressions) filters nothing.
+        ns_sel = args.namespace_label_selector
+        self.namespace_selector: LabelSelector | None = ns_sel if ns_sel is not None and not ns_sel.empty else None
+        self.node_fit_profile: str | None = args.node_fit_profile or None
         if self.node_fit_profile is not None:
-            from kubesched.descheduler.scheduler_fit import check_profile
-
             check_profile(handle, self.node_fit_profile)
         self._ready_cache: tuple[int, list[Node]] | None = None
         self._verdicts: dict[int, bool] = {}
@@ -101,10 +234,10 @@ class DefaultEvictor(EvictorPlugin):
 
     def _priority_threshold(self) -> int:
         """GetPriorityValueFromPriorityThreshold: the value, or the named PriorityClass's value."""
-        pt = self.args.get("priorityThreshold") or {}
-        if pt.get("value") is not None:
-            return int(pt["value"])
-        name = pt.get("name")
+        pt = self.args.priority_threshold or PriorityThreshold()
+        if pt.value is not None:
+            return pt.value
+        name = pt.name
         if name:
             pc = self.handle.cluster.priority_classes.get(name)
             if pc is None:
@@ -162,9 +295,7 @@ class DefaultEvictor(EvictorPlugin):
         self._protected_checks.extend(_protects(c) for c in self.constraints[basic:])
 
     def _protected_storage_classes(self) -> set[str]:
-        pp = self.args.get("podProtections") or {}
-        cfg = (pp.get("config") or {}).get("PodsWithPVC") or {}
-        return {str(sc.get("name")) for sc in cfg.get("protectedStorageClasses") or [] if isinstance(sc, dict)}
+        return set(self.args.pod_protections.protected_storage_classes)
 
     def _storage_class_protection(self, pod: Pod, protected: set[str]) -> str | None:
         """A PVC that is missing, or has no storage class, protects the pod (upstream fails the lookup)."""
@@ -184,18 +315,15 @@ class DefaultEvictor(EvictorPlugin):
         return None
 
     def _add_label_selector_constraint(self) -> None:
-        raw = self.args.get("labelSelector")
-        if raw is None:
-            return
-        sel = parse_label_selector(raw, "labelSelector")
-        if sel.empty:
+        sel = self.args.label_selector
+        if sel is None or sel.empty:
             return
         self.constraints.append(lambda p: None if sel.matches(p.labels)
                                 else "pod labels do not match the labelSelector filter in the policy parameter")
         self._protected_checks.append(lambda p: not sel.matches(p.labels))
 
     def _add_min_replicas_constraint(self) -> None:
-        min_replicas = int(self.args.get("minReplicas") or 0)
+        min_replicas = self.args.min_replicas
         if min_replicas <= 1:
             return
         cluster = self.handle.cluster
@@ -227,22 +355,18 @@ class DefaultEvictor(EvictorPlugin):
         self._protected_checks.append(_protects(check))
 
     def _add_min_pod_age_constraint(self) -> None:
-        raw = self.args.get("minPodAge")
-        if raw is None:
+        min_age_ns = self.args.min_pod_age
+        if min_age_ns is None:
             return
-        min_age = parse_duration_seconds(raw, "minPodAge")
+        min_age = min_age_ns / SECOND
         handle = self.handle
-        from kubesched.kubelet.thresholds import format_go_duration
-
         # Upstream's wording, Duration.String() included ("50m0s seconds").
-        why = f"pod age is not older than MinPodAge: {format_go_duration(round(min_age * 1e9))} seconds"
+        why = f"pod age is not older than MinPodAge: {format_go_duration(min_age_ns)} seconds"
 
         def check(p: Pod) -> str | None:
             start = p.status.get("startTime")
             if not start:
                 return why
-            from kubesched.api.objects import parse_time
-
             try:
                 t = parse_time(start, "status.startTime")
             except InputError:
@@ -362,8 +486,6 @@ class DefaultEvictor(EvictorPlugin):
     # ------------------------------------------------------------ node fit by the scheduler
 
     def _scheduler_fit(self) -> Any:
-        from kubesched.descheduler.scheduler_fit import scheduler_node_fit
-
         assert self.node_fit_profile is not None
         return scheduler_node_fit(self.handle, self.node_fit_profile)
 

@@ -10,27 +10,57 @@ while every resource of the destinations' budget (capacity minus usage) stays ab
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from kubesched.api.fields import INT64, Fields
 from kubesched.api.objects import Node, Pod
+from kubesched.config.plugin_args import PluginArgs
 from kubesched.descheduler.framework import BalancePlugin, Handle, Status
 from kubesched.descheduler.plugins import nodeutilization as nu
+from kubesched.descheduler.plugins._common import IncludeExclude
+
+ONLY_THRESHOLDING_RESOURCES = "OnlyThresholdingResources"
+
+
+@dataclass(frozen=True, slots=True)
+class HighNodeUtilizationArgs(PluginArgs):
+    """HighNodeUtilizationArgs (nodeutilization/types.go) with ValidateHighNodeUtilizationArgs."""
+
+    thresholds: Mapping[str, float] = field(default_factory=dict)
+    number_of_nodes: int = 0
+    eviction_modes: tuple[str, ...] = ()
+    evictable_namespaces: IncludeExclude | None = None
+
+    @classmethod
+    def from_raw(cls, raw: Mapping[str, Any] | None, field: str = "") -> HighNodeUtilizationArgs:
+        a = Fields(raw, field, allowed=("thresholds", "numberOfNodes", "evictionModes", "evictableNamespaces",
+                                        "apiVersion", "kind"))
+        number = a.integer("numberOfNodes", 0, bits=INT64, whole_floats=True)
+        namespaces = nu.read_evictable_namespaces(a)
+        thresholds = nu.read_thresholds(a, "thresholds")
+        modes = a.strings("evictionModes")
+        for i, m in enumerate(modes):
+            if m != ONLY_THRESHOLDING_RESOURCES:
+                raise a.error(f"evictionModes[{i}]", f"invalid eviction mode {m}")
+        return cls(thresholds, number, tuple(modes), namespaces)
 
 
 class HighNodeUtilization(BalancePlugin):
     name = "HighNodeUtilization"
+    Args = HighNodeUtilizationArgs
+    args: HighNodeUtilizationArgs
 
-    def __init__(self, args: dict[str, Any] | None, handle: Handle) -> None:
+    def __init__(self, args: HighNodeUtilizationArgs, handle: Handle) -> None:
         super().__init__(args, handle)
-        a = self.args
-        self.thresholds: dict[str, float] = dict(a.get("thresholds") or {})
+        self.thresholds: dict[str, float] = dict(args.thresholds)
         self.high_thresholds = {r: 100.0 for r in self.thresholds}
-        self.number_of_nodes = int(a.get("numberOfNodes") or 0)
-        ns = a.get("evictableNamespaces") or {}
-        self.excluded_namespaces: list[str] = list(ns.get("exclude") or [])
-        self.only_thresholding = "OnlyThresholdingResources" in (a.get("evictionModes") or [])
+        self.number_of_nodes = args.number_of_nodes
+        self.excluded_namespaces: list[str] = list(args.evictable_namespaces.exclude if args.evictable_namespaces else ())
+        self.only_thresholding = ONLY_THRESHOLDING_RESOURCES in args.eviction_modes
         self.names = nu.unique_resource_names(self.thresholds)
 
     def _pod_filter(self, pod: Pod) -> bool:

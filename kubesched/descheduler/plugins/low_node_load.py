@@ -24,22 +24,26 @@ For each node pool (the v1alpha2 top-level thresholds become the first pool, `__
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
+from kubesched.api import fields
 from kubesched.api import koordinator as koord
+from kubesched.api.fields import Fields, join
 from kubesched.api.objects import Node, Pod
 from kubesched.api.qos import BEST_EFFORT, BURSTABLE, GUARANTEED, qos_class
 from kubesched.api.quantity import milli_value_of, value_of
 from kubesched.api.selectors import LabelSelector, parse_label_selector
+from kubesched.config.plugin_args import PluginArgs
 from kubesched.descheduler import nodeutil
 from kubesched.descheduler.framework import BalancePlugin, EvictionLimitError, EvictOptions, Handle, Status
+from kubesched.descheduler.plugins._common import IncludeExclude
 from kubesched.descheduler.plugins._gosort import go_sort_slice
 from kubesched.errors import InputError
-from kubesched.metrics.base import Metrics, PodUsage, absolute_usage, reference_time
+from kubesched.metrics.base import Metrics, PodUsage, absolute_usage, merge, reference_time
+from kubesched.metrics.kubernetes_metrics import attach_nodes, metrics_from_objects, snapshot_metrics
 from kubesched.scheduler.plugins.gomath import go_div
 
 NAME = "LowNodeLoad"
@@ -47,18 +51,20 @@ DEFAULT_NODE_POOL = "__default_node_pool__"
 MIN_PERCENTAGE, MAX_PERCENTAGE = 0.0, 100.0
 DEFAULT_NODE_METRIC_EXPIRATION_SECONDS = 180
 DEFAULT_DETECTOR_CACHE_TIMEOUT = 5 * 60.0
-DEFAULT_ANOMALY = {"timeout": 60.0, "consecutiveAbnormalities": 5, "consecutiveNormalities": 3}
 DEFAULT_DETECTOR_TIMEOUT = 60.0
+DEFAULT_CONSECUTIVE_ABNORMALITIES = 5
+DEFAULT_CONSECUTIVE_NORMALITIES = 3
 ANNOTATION_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 ANNOTATION_EVICTION_COST = "scheduling.koordinator.sh/eviction-cost"
-NORMALIZED_MARK = "kubeschedNormalized"
-
 _ARGS = ("paused", "dryRun", "numberOfNodes", "nodeMetricExpirationSeconds", "evictableNamespaces", "nodeSelector",
          "podSelectors", "nodeFit", "useDeviationThresholds", "highThresholds", "lowThresholds",
          "prodHighThresholds", "prodLowThresholds", "resourceWeights", "anomalyCondition", "detectorCacheTimeout",
          "nodePools")
 _POOL_ARGS = ("name", "nodeSelector", "useDeviationThresholds", "highThresholds", "lowThresholds",
               "prodHighThresholds", "prodLowThresholds", "resourceWeights", "anomalyCondition")
+# Unknown fields are reported with the known ones in alphabetical order.
+_ARGS_SORTED = tuple(sorted(_ARGS))
+_POOL_ARGS_SORTED = tuple(sorted(_POOL_ARGS))
 
 Usage = dict[str, Fraction]
 
@@ -66,217 +72,217 @@ Usage = dict[str, Fraction]
 # ---------------------------------------------------------------- args: v1alpha2 defaulting, conversion, validation
 
 
-def _obj(raw: Any, field: str, allowed: tuple[str, ...] | None = None) -> dict[str, Any]:
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict):
-        raise InputError(f"expected an object, got {type(raw).__name__}", field=field)
-    for k in raw:
-        if allowed is not None and k not in allowed and k not in ("apiVersion", "kind"):
-            raise InputError(f"unknown field {k!r}; expected one of {', '.join(sorted(allowed))}", field=f"{field}.{k}")
-    return raw
+@dataclass(frozen=True, slots=True)
+class LoadAnomalyCondition:
+    """LoadAnomalyCondition: a node is abnormal after more than `consecutive_abnormalities` rounds over its
+    threshold; `timeout` (seconds) bounds how long a detector keeps its state."""
+
+    timeout: float = DEFAULT_DETECTOR_TIMEOUT
+    consecutive_abnormalities: int = DEFAULT_CONSECUTIVE_ABNORMALITIES
+    consecutive_normalities: int = DEFAULT_CONSECUTIVE_NORMALITIES
 
 
-def _bool(raw: Any, field: str, default: bool) -> bool:
-    if raw is None:
-        return default
-    if not isinstance(raw, bool):
-        raise InputError(f"expected true or false, got {raw!r}", field=field)
-    return raw
+@dataclass(frozen=True, slots=True)
+class LowNodeLoadNodePool:
+    """LowNodeLoadNodePool (the internal config's): its nodes, thresholds (percentages; None when unset),
+    resource weights and anomaly condition."""
+
+    name: str = ""
+    node_selector: LabelSelector | None = None
+    use_deviation_thresholds: bool = False
+    low_thresholds: Mapping[str, float] | None = None
+    high_thresholds: Mapping[str, float] | None = None
+    prod_low_thresholds: Mapping[str, float] | None = None
+    prod_high_thresholds: Mapping[str, float] | None = None
+    resource_weights: Mapping[str, int] = field(default_factory=dict)
+    anomaly_condition: LoadAnomalyCondition = LoadAnomalyCondition()
 
 
-def _int(raw: Any, field: str, default: int) -> int:
-    if raw is None:
-        return default
-    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or float(raw) != int(raw):
-        raise InputError(f"expected an integer, got {raw!r}", field=field)
-    return int(raw)
+@dataclass(frozen=True, slots=True)
+class LowNodeLoadPodSelector:
+    name: str = ""
+    selector: LabelSelector | None = None
 
 
-def _thresholds(raw: Any, field: str) -> dict[str, float] | None:
-    if raw is None:
-        return None
-    d = _obj(raw, field)
-    out = {}
-    for k, v in d.items():
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise InputError(f"expected a percentage, got {v!r}", field=f"{field}.{k}")
-        out[str(k)] = float(v)
-    return out
+@dataclass(frozen=True, slots=True)
+class LowNodeLoadArgs(PluginArgs):
+    """koordinator's LowNodeLoadArgs in its internal form: v1alpha2 defaulted (SetDefaults_LowNodeLoadArgs),
+    converted (the top-level thresholds become the first pool, `__default_node_pool__`) and validated
+    (ValidateLowLoadUtilizationArgs). Durations are in seconds."""
 
+    paused: bool = False
+    dry_run: bool = False
+    number_of_nodes: int = 0
+    node_metric_expiration_seconds: int = DEFAULT_NODE_METRIC_EXPIRATION_SECONDS
+    evictable_namespaces: IncludeExclude = IncludeExclude()
+    pod_selectors: tuple[LowNodeLoadPodSelector, ...] = ()
+    node_fit: bool = True
+    detector_cache_timeout: float = DEFAULT_DETECTOR_CACHE_TIMEOUT
+    node_pools: tuple[LowNodeLoadNodePool, ...] = ()
 
-def _weights(raw: Any, field: str) -> dict[str, int] | None:
-    if raw is None:
-        return None
-    out = {}
-    for k, v in _obj(raw, field).items():
-        out[str(k)] = _int(v, f"{field}.{k}", 0)
-    return out
-
-
-def _duration(raw: Any, field: str) -> float | None:
-    if raw is None:
-        return None
-    from kubesched.metrics.base import parse_duration
-
-    return parse_duration(raw, field)
-
-
-def _anomaly(raw: Any, field: str) -> dict[str, Any] | None:
-    if raw is None:
-        return None
-    d = _obj(raw, field, ("timeout", "consecutiveAbnormalities", "consecutiveNormalities"))
-    out: dict[str, Any] = {"timeout": _duration(d.get("timeout"), f"{field}.timeout")}
-    for k in ("consecutiveAbnormalities", "consecutiveNormalities"):
-        n = _int(d.get(k), f"{field}.{k}", 0)
-        if n < 0:
-            raise InputError(f"expected a non-negative integer, got {n}", field=f"{field}.{k}")
-        out[k] = n
-    return out
-
-
-def _selector(raw: Any, field: str) -> dict[str, Any] | None:
-    if raw is None:
-        return None
-    parse_label_selector(raw, field)  # validate
-    return copy.deepcopy(raw)
-
-
-def normalize_args(raw: Any, field: str = "args") -> dict[str, Any]:
-    """koordinator's v1alpha2 LowNodeLoadArgs: defaulted, converted to the internal form, validated.
-
-    The result lists every pool; its `nodeSelector`/thresholds/weights/anomaly at the top are folded into
-    the first pool `__default_node_pool__`, as koordinator's conversion does.
-    """
-    a = _obj(raw, field, (*_ARGS, NORMALIZED_MARK))
-    if a.get(NORMALIZED_MARK):
-        return dict(a)
-    top_low = _thresholds(a.get("lowThresholds"), f"{field}.lowThresholds")
-    top_high = _thresholds(a.get("highThresholds"), f"{field}.highThresholds")
-    top_prod_low = _thresholds(a.get("prodLowThresholds"), f"{field}.prodLowThresholds")
-    top_prod_high = _thresholds(a.get("prodHighThresholds"), f"{field}.prodHighThresholds")
-    # SetDefaults_LowNodeLoadArgs (its else-if chain fills at most one zero count, as upstream).
-    anomaly = _anomaly(a.get("anomalyCondition"), f"{field}.anomalyCondition")
-    if anomaly is None:
-        anomaly = dict(DEFAULT_ANOMALY)
-    elif anomaly["consecutiveAbnormalities"] == 0:
-        anomaly["consecutiveAbnormalities"] = DEFAULT_ANOMALY["consecutiveAbnormalities"]
-    elif anomaly["consecutiveNormalities"] == 0:
-        anomaly["consecutiveNormalities"] = DEFAULT_ANOMALY["consecutiveNormalities"]
-    defaults = {"cpu": 1, "memory": 1}
-    for names in (top_low or {}, top_high or {}):
-        for k in names:
-            defaults[k] = 1
-    weights = _weights(a.get("resourceWeights"), f"{field}.resourceWeights")
-    if weights is None:
-        weights = defaults
-    else:
-        for k, w in defaults.items():
-            if weights.get(k, 0) <= 0:
-                weights[k] = w
-    pools = []
-    raw_pools = a.get("nodePools")
-    if raw_pools is not None and not isinstance(raw_pools, list):
-        raise InputError("expected a list of node pools", field=f"{field}.nodePools")
-    for i, rp in enumerate(raw_pools or []):
-        f = f"{field}.nodePools[{i}]"
-        p = _obj(rp, f, _POOL_ARGS)
-        pool_anomaly = _anomaly(p.get("anomalyCondition"), f"{f}.anomalyCondition")
-        if pool_anomaly is None:
-            pool_anomaly = dict(anomaly)
+    @classmethod
+    def from_raw(cls, raw: Mapping[str, Any] | None, field: str = "") -> LowNodeLoadArgs:
+        a = Fields(raw, field, allowed=_ARGS_SORTED)
+        top_low = _thresholds(a, "lowThresholds")
+        top_high = _thresholds(a, "highThresholds")
+        top_prod_low = _thresholds(a, "prodLowThresholds")
+        top_prod_high = _thresholds(a, "prodHighThresholds")
+        # SetDefaults_LowNodeLoadArgs (its else-if chain fills at most one zero count, as upstream).
+        anomaly = _anomaly(a)
+        if anomaly is None:
+            anomaly = LoadAnomalyCondition()
+        elif anomaly.consecutive_abnormalities == 0:
+            anomaly = replace(anomaly, consecutive_abnormalities=DEFAULT_CONSECUTIVE_ABNORMALITIES)
+        elif anomaly.consecutive_normalities == 0:
+            anomaly = replace(anomaly, consecutive_normalities=DEFAULT_CONSECUTIVE_NORMALITIES)
+        defaults = {"cpu": 1, "memory": 1}
+        for names in (top_low or {}, top_high or {}):
+            for k in names:
+                defaults[k] = 1
+        weights = _weights(a, "resourceWeights")
+        if weights is None:
+            weights = defaults
         else:
-            if pool_anomaly["consecutiveAbnormalities"] == 0:
-                pool_anomaly["consecutiveAbnormalities"] = anomaly["consecutiveAbnormalities"]
-            if pool_anomaly["consecutiveNormalities"] == 0:
-                pool_anomaly["consecutiveNormalities"] = anomaly["consecutiveNormalities"]
-        pw = _weights(p.get("resourceWeights"), f"{f}.resourceWeights")
-        pools.append({
-            "name": str(p.get("name") or ""),
-            "nodeSelector": _selector(p.get("nodeSelector"), f"{f}.nodeSelector"),
-            "useDeviationThresholds": _bool(p.get("useDeviationThresholds"), f"{f}.useDeviationThresholds", False),
-            "lowThresholds": _or(_thresholds(p.get("lowThresholds"), f"{f}.lowThresholds"), top_low),
-            "highThresholds": _or(_thresholds(p.get("highThresholds"), f"{f}.highThresholds"), top_high),
-            "prodLowThresholds": _or(_thresholds(p.get("prodLowThresholds"), f"{f}.prodLowThresholds"), top_prod_low),
-            "prodHighThresholds": _or(_thresholds(p.get("prodHighThresholds"), f"{f}.prodHighThresholds"),
-                                      top_prod_high),
-            "resourceWeights": pw if pw is not None else dict(weights),
-            "anomalyCondition": pool_anomaly,
-        })
-    # Convert_v1alpha2_LowNodeLoadArgs_To_config_LowNodeLoadArgs: the top level is the first pool.
-    pools.insert(0, {
-        "name": DEFAULT_NODE_POOL,
-        "nodeSelector": _selector(a.get("nodeSelector"), f"{field}.nodeSelector"),
-        "useDeviationThresholds": _bool(a.get("useDeviationThresholds"), f"{field}.useDeviationThresholds", False),
-        "lowThresholds": top_low, "highThresholds": top_high,
-        "prodLowThresholds": top_prod_low, "prodHighThresholds": top_prod_high,
-        "resourceWeights": dict(weights), "anomalyCondition": dict(anomaly),
-    })
-    ns = _obj(a.get("evictableNamespaces"), f"{field}.evictableNamespaces", ("include", "exclude"))
-    selectors = []
-    raw_selectors = a.get("podSelectors") or []
-    if not isinstance(raw_selectors, list):
-        raise InputError("expected a list of {name, selector}", field=f"{field}.podSelectors")
-    for i, s in enumerate(raw_selectors):
-        sd = _obj(s, f"{field}.podSelectors[{i}]", ("name", "selector"))
-        selectors.append({"name": str(sd.get("name") or ""),
-                          "selector": _selector(sd.get("selector"), f"{field}.podSelectors[{i}].selector")})
-    out = {
-        NORMALIZED_MARK: True,
-        "paused": _bool(a.get("paused"), f"{field}.paused", False),
-        "dryRun": _bool(a.get("dryRun"), f"{field}.dryRun", False),
-        "numberOfNodes": _int(a.get("numberOfNodes"), f"{field}.numberOfNodes", 0),
-        "nodeMetricExpirationSeconds": _int(a.get("nodeMetricExpirationSeconds"),
-                                            f"{field}.nodeMetricExpirationSeconds",
-                                            DEFAULT_NODE_METRIC_EXPIRATION_SECONDS),
-        "evictableNamespaces": {"include": [str(x) for x in ns.get("include") or []],
-                                "exclude": [str(x) for x in ns.get("exclude") or []]},
-        "podSelectors": selectors,
-        "nodeFit": _bool(a.get("nodeFit"), f"{field}.nodeFit", True),
-        "detectorCacheTimeout": _duration(a.get("detectorCacheTimeout"), f"{field}.detectorCacheTimeout")
-        or DEFAULT_DETECTOR_CACHE_TIMEOUT,
-        "nodePools": pools,
-    }
-    _validate(out, field)
-    return out
+            for k, w in defaults.items():
+                if weights.get(k, 0) <= 0:
+                    weights[k] = w
+        pools = []
+        raw_pools = a.get("nodePools")
+        if raw_pools is not None and not isinstance(raw_pools, list):
+            raise a.error("nodePools", "expected a list of node pools")
+        for i, rp in enumerate(raw_pools or []):
+            p = Fields(rp, a.path(f"nodePools[{i}]"), allowed=_POOL_ARGS_SORTED)
+            pool_anomaly = _anomaly(p)
+            if pool_anomaly is None:
+                pool_anomaly = anomaly
+            else:
+                if pool_anomaly.consecutive_abnormalities == 0:
+                    pool_anomaly = replace(pool_anomaly, consecutive_abnormalities=anomaly.consecutive_abnormalities)
+                if pool_anomaly.consecutive_normalities == 0:
+                    pool_anomaly = replace(pool_anomaly, consecutive_normalities=anomaly.consecutive_normalities)
+            pw = _weights(p, "resourceWeights")
+            pools.append(LowNodeLoadNodePool(
+                name=str(p.get("name") or ""),
+                node_selector=_selector(p, "nodeSelector"),
+                use_deviation_thresholds=p.boolean("useDeviationThresholds"),
+                low_thresholds=_or(_thresholds(p, "lowThresholds"), top_low),
+                high_thresholds=_or(_thresholds(p, "highThresholds"), top_high),
+                prod_low_thresholds=_or(_thresholds(p, "prodLowThresholds"), top_prod_low),
+                prod_high_thresholds=_or(_thresholds(p, "prodHighThresholds"), top_prod_high),
+                resource_weights=pw if pw is not None else dict(weights),
+                anomaly_condition=pool_anomaly,
+            ))
+        # Convert_v1alpha2_LowNodeLoadArgs_To_config_LowNodeLoadArgs: the top level is the first pool.
+        pools.insert(0, LowNodeLoadNodePool(
+            name=DEFAULT_NODE_POOL, node_selector=_selector(a, "nodeSelector"),
+            use_deviation_thresholds=a.boolean("useDeviationThresholds"),
+            low_thresholds=top_low, high_thresholds=top_high, prod_low_thresholds=top_prod_low,
+            prod_high_thresholds=top_prod_high, resource_weights=dict(weights), anomaly_condition=anomaly))
+        ns = a.object("evictableNamespaces", ("exclude", "include"))
+        selectors = []
+        raw_selectors = a.get("podSelectors") or []
+        if not isinstance(raw_selectors, list):
+            raise a.error("podSelectors", "expected a list of {name, selector}")
+        for i, rs in enumerate(raw_selectors):
+            sd = Fields(rs, a.path(f"podSelectors[{i}]"), allowed=("name", "selector"))
+            selectors.append(LowNodeLoadPodSelector(str(sd.get("name") or ""), _selector(sd, "selector")))
+        args = cls(
+            paused=a.boolean("paused"),
+            dry_run=a.boolean("dryRun"),
+            number_of_nodes=_int(a, "numberOfNodes", 0),
+            node_metric_expiration_seconds=_int(a, "nodeMetricExpirationSeconds", DEFAULT_NODE_METRIC_EXPIRATION_SECONDS),
+            evictable_namespaces=IncludeExclude(tuple(str(x) for x in ns.get("include") or []),
+                                                tuple(str(x) for x in ns.get("exclude") or [])),
+            pod_selectors=tuple(selectors),
+            node_fit=a.boolean("nodeFit", True),
+            detector_cache_timeout=_duration(a, "detectorCacheTimeout") or DEFAULT_DETECTOR_CACHE_TIMEOUT,
+            node_pools=tuple(pools),
+        )
+        args.validate(field)
+        return args
+
+    def validate(self, field: str) -> None:
+        """ValidateLowLoadUtilizationArgs."""
+        if self.number_of_nodes < 0:
+            raise InputError("must be greater than or equal to 0", field=join(field, "numberOfNodes"))
+        if self.node_metric_expiration_seconds <= 0:
+            raise InputError("nodeMetricExpiredSeconds should be a positive value",
+                             field=join(field, "nodeMetricExpirationSeconds"))
+        if self.evictable_namespaces.include and self.evictable_namespaces.exclude:
+            raise InputError("only one of Include/Exclude namespaces can be set", field=join(field, "evictableNamespaces"))
+        for i, pool in enumerate(self.node_pools):
+            f = join(field, f"nodePools[{i}]") if i else field
+            high = pool.high_thresholds or {}
+            prod_high = pool.prod_high_thresholds or {}
+            for key, values in (("highThresholds", pool.high_thresholds), ("lowThresholds", pool.low_thresholds),
+                                ("prodHighThresholds", pool.prod_high_thresholds),
+                                ("prodLowThresholds", pool.prod_low_thresholds)):
+                for r, pct in (values or {}).items():
+                    if pct < 0:
+                        raise InputError("percentage must be greater than or equal to 0", field=f"{join(f, key)}.{r}")
+            for r, pct in (pool.low_thresholds or {}).items():
+                if r in high and pct > high[r]:
+                    raise InputError("low percentage must be less than or equal to highThresholds",
+                                     field=f"{join(f, 'lowThresholds')}.{r}")
+            for r, pct in prod_high.items():
+                if r in high and pct > high[r]:
+                    raise InputError("node percentage must be greater than or equal to prodHighThresholds",
+                                     field=f"{join(f, 'prodHighThresholds')}.{r}")
+            for r, pct in (pool.prod_low_thresholds or {}).items():
+                if r in prod_high and pct > prod_high[r]:
+                    raise InputError("low percentage must be less than or equal to prodHighThresholds",
+                                     field=f"{join(f, 'prodLowThresholds')}.{r}")
+            cond = pool.anomaly_condition
+            for key, n in (("consecutiveAbnormalities", cond.consecutive_abnormalities),
+                           ("consecutiveNormalities", cond.consecutive_normalities)):
+                if n <= 0:
+                    raise InputError(f"{key} must be greater than 0", field=f"{join(f, 'anomalyCondition')}.{key}")
+
+
+def _int(a: Fields, key: str, default: int) -> int:
+    return a.integer(key, default, whole_floats=True)  # type: ignore[no-any-return]
+
+
+def _thresholds(a: Fields, key: str) -> dict[str, float] | None:
+    if not a.has(key):
+        return None
+    d = a.object(key)
+    return {str(k): fields.number(v, d.path(str(k)), what="a percentage") for k, v in d.raw.items()}
+
+
+def _weights(a: Fields, key: str) -> dict[str, int] | None:
+    if not a.has(key):
+        return None
+    d = a.object(key)
+    return {str(k): 0 if v is None else fields.integer(v, d.path(str(k)), whole_floats=True) for k, v in d.raw.items()}
+
+
+def _duration(a: Fields, key: str) -> float | None:
+    return a.duration_seconds(key, example="5m or 90s", numbers=True)  # type: ignore[no-any-return]
+
+
+def _anomaly(a: Fields) -> LoadAnomalyCondition | None:
+    if not a.has("anomalyCondition"):
+        return None
+    d = a.object("anomalyCondition", ("consecutiveAbnormalities", "consecutiveNormalities", "timeout"))
+    counts = []
+    for k in ("consecutiveAbnormalities", "consecutiveNormalities"):
+        n = _int(d, k, 0)
+        if n < 0:
+            raise d.error(k, f"expected a non-negative integer, got {n}")
+        counts.append(n)
+    # A timeout left unset (or 0) falls back to the detector's default when the detector is made.
+    return LoadAnomalyCondition(_duration(d, "timeout") or 0.0, counts[0], counts[1])
+
+
+def _selector(a: Fields, key: str) -> LabelSelector | None:
+    if not a.has(key):
+        return None
+    return parse_label_selector(a.raw[key], a.path(key))
 
 
 def _or(a: dict[str, float] | None, b: dict[str, float] | None) -> dict[str, float] | None:
     return dict(a) if a is not None else (dict(b) if b is not None else None)
-
-
-def _validate(args: dict[str, Any], field: str) -> None:
-    """ValidateLowLoadUtilizationArgs."""
-    if args["numberOfNodes"] < 0:
-        raise InputError("must be greater than or equal to 0", field=f"{field}.numberOfNodes")
-    if args["nodeMetricExpirationSeconds"] <= 0:
-        raise InputError("nodeMetricExpiredSeconds should be a positive value", field=f"{field}.nodeMetricExpirationSeconds")
-    ns = args["evictableNamespaces"]
-    if ns["include"] and ns["exclude"]:
-        raise InputError("only one of Include/Exclude namespaces can be set", field=f"{field}.evictableNamespaces")
-    for i, pool in enumerate(args["nodePools"]):
-        f = f"{field}.nodePools[{i}]" if i else field
-        high = pool["highThresholds"] or {}
-        prod_high = pool["prodHighThresholds"] or {}
-        for key in ("highThresholds", "lowThresholds", "prodHighThresholds", "prodLowThresholds"):
-            for r, pct in (pool[key] or {}).items():
-                if pct < 0:
-                    raise InputError("percentage must be greater than or equal to 0", field=f"{f}.{key}.{r}")
-        for r, pct in (pool["lowThresholds"] or {}).items():
-            if r in high and pct > high[r]:
-                raise InputError("low percentage must be less than or equal to highThresholds",
-                                 field=f"{f}.lowThresholds.{r}")
-        for r, pct in prod_high.items():
-            if r in high and pct > high[r]:
-                raise InputError("node percentage must be greater than or equal to prodHighThresholds",
-                                 field=f"{f}.prodHighThresholds.{r}")
-        for r, pct in (pool["prodLowThresholds"] or {}).items():
-            if r in prod_high and pct > prod_high[r]:
-                raise InputError("low percentage must be less than or equal to prodHighThresholds",
-                                 field=f"{f}.prodLowThresholds.{r}")
-        cond = pool["anomalyCondition"]
-        for k in ("consecutiveAbnormalities", "consecutiveNormalities"):
-            if cond is not None and cond[k] <= 0:
-                raise InputError(f"{k} must be greater than 0", field=f"{f}.anomalyCondition.{k}")
 
 
 # ---------------------------------------------------------------- anomaly detection
@@ -400,8 +406,8 @@ def resource_threshold(alloc: dict[str, Fraction], resource: str, pct: float) ->
     return Fraction(int(float(pct) * 0.01 * float(int(cap))))
 
 
-def new_thresholds(use_deviation: bool, low: dict[str, float] | None, high: dict[str, float] | None,
-                   prod_low: dict[str, float] | None, prod_high: dict[str, float] | None
+def new_thresholds(use_deviation: bool, low: Mapping[str, float] | None, high: Mapping[str, float] | None,
+                   prod_low: Mapping[str, float] | None, prod_high: Mapping[str, float] | None
                    ) -> tuple[dict[str, float], dict[str, float], dict[str, float], dict[str, float]]:
     """newThresholds: every resource named anywhere (and memory) gets low/high (100%, or 0 with deviation)."""
     lo, hi, plo, phi = dict(low or {}), dict(high or {}), dict(prod_low or {}), dict(prod_high or {})
@@ -521,22 +527,16 @@ def pod_sort_less(pod_metrics: dict[str, Usage], exceeded: Usage, weights: dict[
 
 class LowNodeLoad(BalancePlugin):
     name = NAME
+    Args = LowNodeLoadArgs
+    args: LowNodeLoadArgs
 
-    @classmethod
-    def validate_args(cls, args: dict[str, Any], field: str) -> dict[str, Any]:
-        """The policy loader's hook: koordinator's defaulting, conversion and validation."""
-        return normalize_args(args, field)
-
-    def __init__(self, args: dict[str, Any] | None, handle: Handle) -> None:
+    def __init__(self, args: LowNodeLoadArgs, handle: Handle) -> None:
         super().__init__(args, handle)
-        self.a = normalize_args(self.args)
-        self.pools = self.a["nodePools"]
-        ns = self.a["evictableNamespaces"]
-        self.include_ns = set(ns["include"])
-        self.exclude_ns = set(ns["exclude"])
-        self.pod_selectors: list[LabelSelector] = [parse_label_selector(s["selector"], "podSelectors")
-                                                   for s in self.a["podSelectors"] if s["selector"] is not None]
-        ttl = float(self.a["detectorCacheTimeout"])
+        self.pools = args.node_pools
+        self.include_ns = set(args.evictable_namespaces.include)
+        self.exclude_ns = set(args.evictable_namespaces.exclude)
+        self.pod_selectors: list[LabelSelector] = [s.selector for s in args.pod_selectors if s.selector is not None]
+        ttl = float(args.detector_cache_timeout)
         self.node_detectors = DetectorCache(ttl)
         self.prod_detectors = DetectorCache(ttl)
         self._now = 0.0
@@ -559,9 +559,6 @@ class LowNodeLoad(BalancePlugin):
         if isinstance(given, Metrics):
             m = given
         else:
-            from kubesched.metrics.base import merge
-            from kubesched.metrics.kubernetes_metrics import metrics_from_objects, snapshot_metrics
-
             parts = []
             snap = snapshot_metrics(self.handle.services.snapshot)
             if snap is not None:
@@ -572,8 +569,6 @@ class LowNodeLoad(BalancePlugin):
             if not parts:
                 return None
             m = merge(parts) if len(parts) > 1 else parts[0]
-        from kubesched.metrics.kubernetes_metrics import attach_nodes
-
         return attach_nodes(m, {p.key: p.node_name for p in self.handle.cluster.pods.values() if p.node_name})
 
     def node_usages(self, nodes: list[Node], resources: list[str], metrics: Metrics | None) -> dict[str, NodeUsage]:
@@ -582,7 +577,7 @@ class LowNodeLoad(BalancePlugin):
         if metrics is None:
             return out
         ref = reference_time(self.handle.now, metrics)
-        expiration = self.a["nodeMetricExpirationSeconds"]
+        expiration = self.args.node_metric_expiration_seconds
         for node in nodes:
             pods = self.handle.pods_on_node(node.name)
             prod_pods = [p for p in pods if koord.priority_class(p) == koord.PRIORITY_PROD]
@@ -687,7 +682,7 @@ class LowNodeLoad(BalancePlugin):
     # ------------------------------------------------------------ balance
 
     def balance(self, nodes: list[Node]) -> Status:
-        if self.a["paused"]:
+        if self.args.paused:
             return Status()
         self._now = self.handle.now.timestamp()
         metrics = self.metrics()
@@ -696,23 +691,23 @@ class LowNodeLoad(BalancePlugin):
             self.process_pool(pool, nodes, processed, metrics)
         return Status()
 
-    def process_pool(self, pool: dict[str, Any], nodes: list[Node], processed: set[str],
+    def process_pool(self, pool: LowNodeLoadNodePool, nodes: list[Node], processed: set[str],
                      metrics: Metrics | None) -> None:
-        if pool["nodeSelector"] is not None:
-            sel = parse_label_selector(pool["nodeSelector"], "nodeSelector")
+        if pool.node_selector is not None:
+            sel = pool.node_selector
             nodes = [n for n in nodes if n.name not in processed and sel.matches(n.labels)]
         if not nodes:
             return
-        use_dev = pool["useDeviationThresholds"]
-        low, high, prod_low, prod_high = new_thresholds(use_dev, pool["lowThresholds"], pool["highThresholds"],
-                                                        pool["prodLowThresholds"], pool["prodHighThresholds"])
+        use_dev = pool.use_deviation_thresholds
+        low, high, prod_low, prod_high = new_thresholds(use_dev, pool.low_thresholds, pool.high_thresholds,
+                                                        pool.prod_low_thresholds, pool.prod_high_thresholds)
         resources = list(low)
         usages = self.node_usages(nodes, resources, metrics)
         thresholds = self.node_thresholds(usages, low, high, prod_low, prod_high, resources, use_dev)
         low_nodes, sources, prod_low_nodes, prod_sources, both_low = self.classify(usages, thresholds)
         if not sources and not prod_sources:
             return
-        cond = pool["anomalyCondition"]
+        cond = pool.anomaly_condition
         abnormal = self.real_abnormal(sources, self.node_detectors, cond)
         abnormal_prod = self.real_abnormal(prod_sources, self.prod_detectors, cond)
         if not abnormal and not abnormal_prod:
@@ -723,9 +718,9 @@ class LowNodeLoad(BalancePlugin):
         self._reset(prod_low_nodes, self.prod_detectors)
         self._reset(both_low, self.node_detectors)
         all_low = len(low_nodes) + len(prod_low_nodes) + len(both_low)
-        if all_low <= self.a["numberOfNodes"] or all_low == len(nodes):
+        if all_low <= self.args.number_of_nodes or all_low == len(nodes):
             return
-        weights = pool["resourceWeights"] or {}
+        weights = dict(pool.resource_weights)
 
         def by_usage(prod: bool) -> Callable[[NodeInfo, NodeInfo], bool]:
             def score(n: NodeInfo) -> int:
@@ -766,17 +761,18 @@ class LowNodeLoad(BalancePlugin):
                 prod_low.append(info)
         return low, high, prod_low, prod_high, both
 
-    def real_abnormal(self, sources: list[NodeInfo], cache: DetectorCache, cond: dict[str, Any] | None) -> list[NodeInfo]:
+    def real_abnormal(self, sources: list[NodeInfo], cache: DetectorCache,
+                      cond: LoadAnomalyCondition | None) -> list[NodeInfo]:
         """filterRealAbnormalNodes."""
-        if cond is None or cond["consecutiveAbnormalities"] == 1:
+        if cond is None or cond.consecutive_abnormalities == 1:
             return list(sources)
         out = []
         for info in sources:
             d = cache.get(info.name, self._now)
             if d is None:
-                timeout = cond.get("timeout") or 0.0
-                d = Detector(timeout if timeout > 0 else DEFAULT_DETECTOR_TIMEOUT, cond["consecutiveAbnormalities"],
-                             cond["consecutiveNormalities"])
+                timeout = cond.timeout
+                d = Detector(timeout if timeout > 0 else DEFAULT_DETECTOR_TIMEOUT, cond.consecutive_abnormalities,
+                             cond.consecutive_normalities)
             if d.mark(False, self._now):
                 out.append(info)
             cache.set(info.name, d, self._now)
@@ -861,7 +857,7 @@ class LowNodeLoad(BalancePlugin):
             for pod in pods:
                 if not self.pod_filter(pod):
                     continue
-                if self.a["nodeFit"]:
+                if self.args.node_fit:
                     metric = src.usage.pod_metrics.get(pod.key)
                     if metric is None or not self.fits_any_with_threshold(pod, targets, usages, thresholds, prod,
                                                                           metric):
@@ -934,7 +930,7 @@ class LowNodeLoad(BalancePlugin):
                 return
             if not self.pod_filter(pod):
                 continue
-            if not self.a["dryRun"]:
+            if not self.args.dry_run:
                 try:
                     ok = self.handle.evictor.evict(pod, EvictOptions(reason=reason(info, prod), plugin=NAME))
                 except EvictionLimitError:

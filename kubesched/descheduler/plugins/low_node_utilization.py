@@ -11,32 +11,95 @@ a node stops when it is back under target or the budget of some resource is spen
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from kubesched.api.fields import INT64, Fields, join
 from kubesched.api.objects import Node
+from kubesched.config.plugin_args import PluginArgs
 from kubesched.descheduler.framework import BalancePlugin, Handle, Status
 from kubesched.descheduler.plugins import nodeutilization as nu
+from kubesched.descheduler.plugins._common import IncludeExclude
+from kubesched.errors import InputError
+
+_ARGS = ("useDeviationThresholds", "thresholds", "targetThresholds", "numberOfNodes", "metricsUtilization",
+         "evictableNamespaces", "evictionLimits", "apiVersion", "kind")
+
+
+@dataclass(frozen=True, slots=True)
+class EvictionLimits:
+    """api.EvictionLimits: at most `node` evictions per node (None: no limit)."""
+
+    node: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LowNodeUtilizationArgs(PluginArgs):
+    """LowNodeUtilizationArgs (nodeutilization/types.go) with ValidateLowNodeUtilizationArgs."""
+
+    use_deviation_thresholds: bool = False
+    thresholds: Mapping[str, float] = field(default_factory=dict)
+    target_thresholds: Mapping[str, float] = field(default_factory=dict)
+    number_of_nodes: int = 0
+    metrics_utilization: nu.MetricsUtilization | None = None
+    evictable_namespaces: IncludeExclude | None = None
+    eviction_limits: EvictionLimits | None = None
+
+    @classmethod
+    def from_raw(cls, raw: Mapping[str, Any] | None, field: str = "") -> LowNodeUtilizationArgs:
+        a = Fields(raw, field, allowed=_ARGS)
+        deviation = a.boolean("useDeviationThresholds")
+        number = a.integer("numberOfNodes", 0, bits=INT64, whole_floats=True)
+        namespaces = nu.read_evictable_namespaces(a)
+        low = _thresholds(a, "thresholds")
+        high = _thresholds(a, "targetThresholds")
+        if len(low) != len(high) or any(name not in high for name in low):
+            raise a.error("targetThresholds", "thresholds and targetThresholds configured different resources")
+        if not deviation:
+            for name, v in low.items():
+                if v > high[name]:
+                    raise InputError(f"thresholds' {name} percentage is greater than targetThresholds'",
+                                     field=join(a.path("thresholds"), name))
+        metrics = nu.read_metrics_utilization(a)
+        limits = None
+        if a.has("evictionLimits"):
+            el = a.object("evictionLimits", ("node",), meta=False)
+            limits = EvictionLimits(el.unsigned("node"))
+        if metrics is not None and metrics.source == nu.PROMETHEUS_METRICS:
+            for key, values in (("thresholds", low), ("targetThresholds", high)):
+                names = list(values)
+                if names != [nu.METRIC_RESOURCE]:
+                    raise a.error(key, f'{key} are expected to specify a single instance of "MetricResource" resource, '
+                                  f"got {names} instead")
+        return cls(deviation, low, high, number, metrics, namespaces, limits)
+
+
+def _thresholds(a: Fields, key: str) -> dict[str, float]:
+    try:
+        return nu.read_thresholds(a, key)
+    except InputError as e:
+        raise InputError(f"{key} config is not valid: {e.message}", field=e.field) from None
 
 
 class LowNodeUtilization(BalancePlugin):
     name = "LowNodeUtilization"
+    Args = LowNodeUtilizationArgs
+    args: LowNodeUtilizationArgs
 
-    def __init__(self, args: dict[str, Any] | None, handle: Handle) -> None:
+    def __init__(self, args: LowNodeUtilizationArgs, handle: Handle) -> None:
         super().__init__(args, handle)
-        a = self.args
-        self.thresholds: dict[str, float] = dict(a.get("thresholds") or {})
-        self.target_thresholds: dict[str, float] = dict(a.get("targetThresholds") or {})
-        self.use_deviation = bool(a.get("useDeviationThresholds", False))
-        self.number_of_nodes = int(a.get("numberOfNodes") or 0)
-        self.metrics_utilization: dict[str, Any] | None = a.get("metricsUtilization")
-        ns = a.get("evictableNamespaces") or {}
-        self.excluded_namespaces: list[str] = list(ns.get("exclude") or [])
-        limits = a.get("evictionLimits") or {}
-        self.node_limit: int | None = limits.get("node")
+        self.thresholds: dict[str, float] = dict(args.thresholds)
+        self.target_thresholds: dict[str, float] = dict(args.target_thresholds)
+        self.use_deviation = args.use_deviation_thresholds
+        self.number_of_nodes = args.number_of_nodes
+        self.metrics_utilization = args.metrics_utilization
+        self.excluded_namespaces: list[str] = list(args.evictable_namespaces.exclude if args.evictable_namespaces else ())
+        self.node_limit: int | None = args.eviction_limits.node if args.eviction_limits else None
         self.resource_names = list(self.thresholds)
-        prometheus = (self.metrics_utilization or {}).get("source") == nu.PROMETHEUS_METRICS
+        prometheus = self.metrics_utilization is not None and self.metrics_utilization.source == nu.PROMETHEUS_METRICS
         self.names = list(self.resource_names) if prometheus else nu.unique_resource_names(self.resource_names)
         # Set after each Balance: per node, usage percentages before the cycle (for reports).
         self.last_classification: dict[str, str] = {}

@@ -22,13 +22,19 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from kubesched.api import fields
+from kubesched.api.fields import Fields
 from kubesched.api.objects import Node, Pod, Taint
 from kubesched.api.quantity import milli_value_of, value_of
 from kubesched.api.resources import scheduler_request
 from kubesched.cluster.state import ClusterState
+from kubesched.config.plugin_args import OMITEMPTY
 from kubesched.descheduler import nodeutil, podutil
 from kubesched.descheduler.framework import EvictionLimitError, EvictOptions, Handle
+from kubesched.descheduler.plugins._common import IncludeExclude
 from kubesched.diagnostics import warn
+from kubesched.errors import InputError
+from kubesched.metrics.prometheus import descheduler_client
 
 CPU, MEMORY, PODS = "cpu", "memory", "pods"
 METRIC_RESOURCE = "MetricResource"
@@ -60,6 +66,82 @@ def unique_resource_names(names: Iterable[str]) -> list[str]:
     for n in list(names) + [CPU, MEMORY, PODS]:
         if n not in out:
             out.append(n)
+    return out
+
+
+# ---------------------------------------------------------------- args both plugins share (types.go, validation.go)
+
+
+@dataclass(frozen=True, slots=True)
+class PrometheusQuery:
+    """MetricsUtilization.prometheus: the query giving each node's usage (0..1)."""
+
+    query: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class MetricsUtilization:
+    """MetricsUtilization: where actual usage comes from (metricsServer, source KubernetesMetrics or Prometheus)."""
+
+    metrics_server: bool = field(default=False, metadata=OMITEMPTY)
+    source: str = field(default="", metadata=OMITEMPTY)
+    prometheus: PrometheusQuery | None = None
+
+    @property
+    def unset(self) -> bool:
+        """`metricsUtilization: {}`: nothing chosen (the plugin fails its cycle with "metrics source is empty")."""
+        return self == MetricsUtilization()
+
+
+def read_thresholds(a: Fields, key: str) -> dict[str, float]:
+    """api.ResourceThresholds: resource name → percentage in [0, 100]; at least one."""
+    d = a.object(key)
+    if not d.raw:
+        raise a.error(key, "no resource threshold is configured")
+    out: dict[str, float] = {}
+    for name, v in d.raw.items():
+        pct = fields.number(v, d.path(str(name)))
+        if pct < 0 or pct > 100:
+            raise d.error(str(name), f"{name} threshold not in [0, 100] range")
+        out[str(name)] = pct
+    return out
+
+
+def read_evictable_namespaces(a: Fields) -> IncludeExclude | None:
+    """evictableNamespaces: only `exclude` is supported."""
+    if not a.has("evictableNamespaces"):
+        return None
+    ns = a.object("evictableNamespaces", ("include", "exclude"), meta=False)
+    include = ns.strings("include")
+    exclude = ns.strings("exclude")
+    if include:
+        raise ns.error("include", "only Exclude namespaces can be set, inclusion is not supported")
+    return IncludeExclude(tuple(include), tuple(exclude))
+
+
+def read_metrics_utilization(a: Fields) -> MetricsUtilization | None:
+    if not a.has("metricsUtilization"):
+        return None
+    m = a.object("metricsUtilization", ("metricsServer", "source", "prometheus"), meta=False)
+    metrics_server = m.boolean("metricsServer")
+    source = m.string("source")
+    if source is not None and source not in ("", KUBERNETES_METRICS, PROMETHEUS_METRICS):
+        raise m.error("source", f"unrecognized metrics source {source!r}; expected {KUBERNETES_METRICS} or "
+                      f"{PROMETHEUS_METRICS}")
+    prometheus = None
+    if m.has("prometheus"):
+        prom = m.object("prometheus", ("query",), meta=False)
+        prometheus = PrometheusQuery(fields.string(prom.raw.get("query", ""), prom.path("query")))
+    out = MetricsUtilization(metrics_server, source or "", prometheus)
+    if out.source == KUBERNETES_METRICS and out.metrics_server:
+        raise InputError(f"it is not allowed to set both {KUBERNETES_METRICS!r} source and metricsServer",
+                         field=m.field)
+    if out.source == KUBERNETES_METRICS and prometheus is not None:
+        raise m.error("prometheus", f"prometheus configuration is not allowed to set when source is set to "
+                      f"{KUBERNETES_METRICS!r}")
+    if out.source == PROMETHEUS_METRICS and not (prometheus.query if prometheus else ""):
+        raise InputError(f"prometheus query is required when metrics source is set to {PROMETHEUS_METRICS!r}",
+                         field=fields.join(m.path("prometheus"), "query"))
     return out
 
 
@@ -463,14 +545,14 @@ def describe_usage(info: NodeUsageInfo, names: Iterable[str]) -> str:
     return ", ".join(parts)
 
 
-def make_usage_client(plugin: str, handle: Handle, metrics_utilization: dict[str, Any] | None,
+def make_usage_client(plugin: str, handle: Handle, metrics_utilization: MetricsUtilization | None,
                       names: list[str]) -> UsageClient:
     """usageClientForMetrics: the client the plugin's args ask for (UsageError when it cannot be built)."""
     cluster = handle.cluster
     if metrics_utilization is None:
         return RequestedUsageClient(cluster, names)
-    source = metrics_utilization.get("source") or ""
-    if metrics_utilization.get("metricsServer") or source == KUBERNETES_METRICS:
+    source = metrics_utilization.source
+    if metrics_utilization.metrics_server or source == KUBERNETES_METRICS:
         if handle.metrics is None:
             raise UsageError("metrics client not initialized (enable metricsProviders: [{source: KubernetesMetrics}] "
                              "in the policy)")
@@ -479,12 +561,11 @@ def make_usage_client(plugin: str, handle: Handle, metrics_utilization: dict[str
         client = handle.services.prometheus_client
         if client is None:
             # The policy's Prometheus metrics provider, queried at the cycle's time (kubesched.metrics.prometheus).
-            from kubesched.metrics.prometheus import descheduler_client
-
             client = descheduler_client(handle.services.policy, handle.services.snapshot, handle.now)
         if client is None:
             raise UsageError("prometheus client not initialized")
-        return PrometheusUsageClient(cluster, client, str((metrics_utilization.get("prometheus") or {}).get("query", "")))
+        query = metrics_utilization.prometheus.query if metrics_utilization.prometheus is not None else ""
+        return PrometheusUsageClient(cluster, client, query)
     if source:
         raise UsageError("unrecognized metrics source")
     raise UsageError("metrics source is empty")

@@ -7,40 +7,38 @@ Every configured criterion must hold: age (whole seconds since creation strictly
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from kubesched.api.fields import Fields
 from kubesched.api.objects import Node, Pod, parse_time
 from kubesched.api.selectors import LabelSelector
+from kubesched.config.plugin_args import OMITEMPTY, PluginArgs
 from kubesched.descheduler import podutil
 from kubesched.descheduler.framework import DeschedulePlugin, Handle, Status
 from kubesched.descheduler.plugins._common import (
     TOTAL_LIMIT,
     IncludeExclude,
     PodFilter,
-    StrategyArgs,
     all_of,
-    args_dict,
-    check_known_fields,
     container_statuses,
     creation_time,
     evict,
-    get_bool,
-    get_include_exclude,
-    get_int32_list,
-    get_label_selector,
-    get_namespaces,
-    get_str_list,
-    get_uint,
     has_matching_terminated_state,
     has_matching_waiting_state,
+    include_exclude,
+    label_selector,
     list_all_pods_on_node,
     namespace_label_filter,
+    namespaces,
+    optional_int32s,
+    optional_strings,
     pod_status_reason,
     seconds_since,
+    strategy_fields,
     terminated_exit_code,
 )
-from kubesched.errors import InputError
 
 PLUGIN_NAME = "PodLifeTime"
 
@@ -66,7 +64,9 @@ class PodConditionFilter:
 
 
 @dataclass(frozen=True, slots=True)
-class PodLifeTimeArgs:
+class PodLifeTimeArgs(PluginArgs):
+    """PodLifeTimeArgs (types.go) with ValidatePodLifeTimeArgs: at least one criterion."""
+
     namespaces: IncludeExclude | None = None
     label_selector: LabelSelector | None = None
     owner_kinds: IncludeExclude | None = None
@@ -74,58 +74,53 @@ class PodLifeTimeArgs:
     states: tuple[str, ...] = ()
     conditions: tuple[PodConditionFilter, ...] = ()
     exit_codes: tuple[int, ...] = ()
-    including_init_containers: bool = False
-    including_ephemeral_containers: bool = False
-
-
-class PodLifeTime(DeschedulePlugin, StrategyArgs):
-    name: ClassVar[str] = PLUGIN_NAME
-
-    def __init__(self, args: dict[str, Any] | None, handle: Handle) -> None:
-        super().__init__(args, handle)
-        self.params = self.validate(args)
-        ev = handle.evictor
-        self.pod_filter = all_of(namespace_label_filter(self.params.namespaces, self.params.label_selector),
-                                 *self._criteria(), ev.filter, ev.pre_eviction_filter)
+    including_init_containers: bool = field(default=False, metadata=OMITEMPTY)
+    including_ephemeral_containers: bool = field(default=False, metadata=OMITEMPTY)
 
     @classmethod
-    def default_args(cls) -> dict[str, Any]:
-        return {}
-
-    @classmethod
-    def validate(cls, args: Any) -> PodLifeTimeArgs:
-        a = args_dict(PLUGIN_NAME, args)
-        check_known_fields(PLUGIN_NAME, a, (
+    def from_raw(cls, raw: Mapping[str, Any] | None, field: str = "") -> PodLifeTimeArgs:
+        a = strategy_fields(PLUGIN_NAME, raw, field, (
             "namespaces", "labelSelector", "ownerKinds", "maxPodLifeTimeSeconds", "states", "conditions",
             "exitCodes", "includingInitContainers", "includingEphemeralContainers"))
-        namespaces = get_namespaces(PLUGIN_NAME, a)
-        owner_kinds = get_include_exclude(PLUGIN_NAME, a, "ownerKinds", "ownerKinds")
-        selector = get_label_selector(PLUGIN_NAME, a)
-        states = get_str_list(PLUGIN_NAME, a, "states") or []
+        ns = namespaces(a)
+        owner_kinds = include_exclude(a, "ownerKinds", "ownerKinds")
+        selector = label_selector(a)
+        states = optional_strings(a, "states") or []
         for i, s in enumerate(states):
             if s not in ALLOWED_STATES:
-                raise InputError(f"{PLUGIN_NAME} args: states must be one of [{' '.join(ALLOWED_STATES)}], got {s!r}",
-                                 field=f"states[{i}]")
+                raise a.error(f"states[{i}]", f"states must be one of [{' '.join(ALLOWED_STATES)}], got {s!r}")
         conditions = _conditions(a)
-        max_age = get_uint(PLUGIN_NAME, a, "maxPodLifeTimeSeconds")
-        exit_codes = get_int32_list(PLUGIN_NAME, a, "exitCodes") or []
+        max_age = a.unsigned("maxPodLifeTimeSeconds")
+        exit_codes = optional_int32s(a, "exitCodes") or []
         if max_age is None and not states and not conditions and not exit_codes:
-            raise InputError(f"{PLUGIN_NAME} args: at least one filtering criterion must be specified "
-                             "(maxPodLifeTimeSeconds, states, conditions, or exitCodes)", field="maxPodLifeTimeSeconds")
-        return PodLifeTimeArgs(
-            namespaces=namespaces,
+            raise a.error("maxPodLifeTimeSeconds", "at least one filtering criterion must be specified "
+                          "(maxPodLifeTimeSeconds, states, conditions, or exitCodes)")
+        return cls(
+            namespaces=ns,
             label_selector=selector,
             owner_kinds=owner_kinds,
             max_pod_life_time_seconds=max_age,
             states=tuple(states),
             conditions=conditions,
             exit_codes=tuple(exit_codes),
-            including_init_containers=get_bool(PLUGIN_NAME, a, "includingInitContainers"),
-            including_ephemeral_containers=get_bool(PLUGIN_NAME, a, "includingEphemeralContainers"),
+            including_init_containers=a.boolean("includingInitContainers"),
+            including_ephemeral_containers=a.boolean("includingEphemeralContainers"),
         )
 
+
+class PodLifeTime(DeschedulePlugin):
+    name: ClassVar[str] = PLUGIN_NAME
+    Args = PodLifeTimeArgs
+    args: PodLifeTimeArgs
+
+    def __init__(self, args: PodLifeTimeArgs, handle: Handle) -> None:
+        super().__init__(args, handle)
+        ev = handle.evictor
+        self.pod_filter = all_of(namespace_label_filter(args.namespaces, args.label_selector),
+                                 *self._criteria(), ev.filter, ev.pre_eviction_filter)
+
     def _criteria(self) -> list[PodFilter]:
-        p = self.params
+        p = self.args
         out: list[PodFilter] = []
         if p.max_pod_life_time_seconds is not None:
             max_age = p.max_pod_life_time_seconds
@@ -164,7 +159,7 @@ class PodLifeTime(DeschedulePlugin, StrategyArgs):
         with a minimum, the condition must have transitioned at least that many whole seconds ago)."""
         raw = pod.status.get("conditions")
         conds = [c for c in raw if isinstance(c, dict)] if isinstance(raw, list) else []
-        for f in self.params.conditions:
+        for f in self.args.conditions:
             for c in conds:
                 if f.type and str(c.get("type") or "") != f.type:
                     continue
@@ -208,32 +203,16 @@ def _state_filter(states: frozenset[str], init: bool, ephemeral: bool) -> PodFil
     return in_state
 
 
-def _conditions(a: dict[str, Any]) -> tuple[PodConditionFilter, ...]:
-    raw = a.get("conditions")
-    if raw is None:
-        return ()
-    if not isinstance(raw, list):
-        raise InputError(f"{PLUGIN_NAME} args: expected a list of condition filters, got {raw!r}", field="conditions")
+def _conditions(a: Fields) -> tuple[PodConditionFilter, ...]:
     out = []
-    for i, c in enumerate(raw):
-        f = f"conditions[{i}]"
-        if not isinstance(c, dict):
-            raise InputError(f"{PLUGIN_NAME} args: expected a condition filter object, got {c!r}", field=f)
-        for key in c:
-            if key not in ("type", "status", "reason", "minTimeSinceLastTransitionSeconds"):
-                raise InputError(f"{PLUGIN_NAME} args: unknown field {key!r} (expected type, status, reason or "
-                                 "minTimeSinceLastTransitionSeconds)", field=f"{f}.{key}")
-        for key in ("type", "status", "reason"):
-            if c.get(key) is not None and not isinstance(c.get(key), str):
-                raise InputError(f"{PLUGIN_NAME} args: expected a string, got {c.get(key)!r}", field=f"{f}.{key}")
-        try:
-            min_secs = get_uint(PLUGIN_NAME, c, "minTimeSinceLastTransitionSeconds")
-        except InputError as e:
-            raise InputError(e.message, field=f"{f}.{e.field}") from None
-        cond = PodConditionFilter(str(c.get("type") or ""), str(c.get("status") or ""), str(c.get("reason") or ""),
-                                  min_secs)
+    for i, raw in enumerate(a.sequence("conditions", what="a list of condition filters", show=repr)):
+        c = Fields(raw, a.path(f"conditions[{i}]"), prefix=a.prefix, what="a condition filter object", show=repr,
+                   allowed=("type", "status", "reason", "minTimeSinceLastTransitionSeconds"), meta=False,
+                   unknown="unknown field {key!r} (expected type, status, reason or minTimeSinceLastTransitionSeconds)")
+        cond = PodConditionFilter(c.string("type") or "", c.string("status") or "", c.string("reason") or "",
+                                  c.unsigned("minTimeSinceLastTransitionSeconds"))
         if not cond.type and not cond.status and not cond.reason and cond.min_time_since_last_transition_seconds is None:
-            raise InputError(f"{PLUGIN_NAME} args: conditions[{i}]: at least one of type, status, reason, or "
-                             "minTimeSinceLastTransitionSeconds must be set", field=f)
+            raise a.error(f"conditions[{i}]", f"conditions[{i}]: at least one of type, status, reason, or "
+                          "minTimeSinceLastTransitionSeconds must be set")
         out.append(cond)
     return tuple(out)

@@ -8,68 +8,62 @@ ceil(occurrences / feasible nodes) of the owner's pods and the rest are evicted.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
 from kubesched.api.objects import Node, Pod
+from kubesched.config.plugin_args import PluginArgs
 from kubesched.descheduler.framework import BalancePlugin, Handle, Status
 from kubesched.descheduler.nodeutil import pod_match_node_selector, tolerations_tolerate_taints_with_filter
 from kubesched.descheduler.plugins._common import (
     NODE_LIMIT,
     TOTAL_LIMIT,
     IncludeExclude,
-    StrategyArgs,
     all_of,
-    args_dict,
-    check_known_fields,
     evict,
-    get_namespaces,
-    get_str_list,
+    namespaces,
     no_schedule_or_execute,
+    optional_strings,
+    strategy_fields,
 )
 
 PLUGIN_NAME = "RemoveDuplicates"
 
 
 @dataclass(frozen=True, slots=True)
-class RemoveDuplicatesArgs:
+class RemoveDuplicatesArgs(PluginArgs):
+    """RemoveDuplicatesArgs (types.go); ValidateRemoveDuplicatesArgs checks the namespaces."""
+
     namespaces: IncludeExclude | None = None
     exclude_owner_kinds: tuple[str, ...] = ()
+
+    @classmethod
+    def from_raw(cls, raw: Mapping[str, Any] | None, field: str = "") -> RemoveDuplicatesArgs:
+        a = strategy_fields(PLUGIN_NAME, raw, field, ("namespaces", "excludeOwnerKinds"))
+        return cls(namespaces=namespaces(a), exclude_owner_kinds=tuple(optional_strings(a, "excludeOwnerKinds") or ()))
 
 
 # (namespace, owner kind, owner name, images joined by "#")
 OwnerKey = tuple[str, str, str, str]
 
 
-class RemoveDuplicates(BalancePlugin, StrategyArgs):
+class RemoveDuplicates(BalancePlugin):
     name: ClassVar[str] = PLUGIN_NAME
+    Args = RemoveDuplicatesArgs
+    args: RemoveDuplicatesArgs
 
-    def __init__(self, args: dict[str, Any] | None, handle: Handle) -> None:
+    def __init__(self, args: RemoveDuplicatesArgs, handle: Handle) -> None:
         super().__init__(args, handle)
-        self.params = self.validate(args)
         ev = handle.evictor
         # The namespaces and owners are checked first (cheaply); then both evictor filters, as upstream lists.
         self.evictable = all_of(ev.filter, ev.pre_eviction_filter)
 
-    @classmethod
-    def default_args(cls) -> dict[str, Any]:
-        return {}
-
-    @classmethod
-    def validate(cls, args: Any) -> RemoveDuplicatesArgs:
-        a = args_dict(PLUGIN_NAME, args)
-        check_known_fields(PLUGIN_NAME, a, ("namespaces", "excludeOwnerKinds"))
-        return RemoveDuplicatesArgs(
-            namespaces=get_namespaces(PLUGIN_NAME, a),
-            exclude_owner_kinds=tuple(get_str_list(PLUGIN_NAME, a, "excludeOwnerKinds") or ()),
-        )
-
     def balance(self, nodes: list[Node]) -> Status:
-        excluded_kinds = frozenset(self.params.exclude_owner_kinds)
-        ns = self.params.namespaces
+        excluded_kinds = frozenset(self.args.exclude_owner_kinds)
+        ns = self.args.namespaces
         include = frozenset(ns.include) if ns else frozenset()
         exclude = frozenset(ns.exclude) if ns else frozenset()
         cluster = self.handle.cluster

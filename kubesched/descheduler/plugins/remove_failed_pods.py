@@ -8,33 +8,31 @@ an `excludeOwnerKinds` kind, with a container waiting/terminated reason (or the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from kubesched.api.objects import Node, Pod
 from kubesched.api.selectors import LabelSelector
+from kubesched.config.plugin_args import OMITEMPTY, PluginArgs
 from kubesched.descheduler.framework import DeschedulePlugin, Handle, Status
 from kubesched.descheduler.plugins._common import (
     NODE_LIMIT,
     TOTAL_LIMIT,
     IncludeExclude,
-    StrategyArgs,
     all_of,
-    args_dict,
-    check_known_fields,
     container_statuses,
     creation_time,
     evict,
-    get_bool,
-    get_int32_list,
-    get_label_selector,
-    get_namespaces,
-    get_str_list,
-    get_uint,
+    label_selector,
     list_all_pods_on_node,
     namespace_label_filter,
+    namespaces,
+    optional_int32s,
+    optional_strings,
     pod_status_reason,
     seconds_since,
+    strategy_fields,
     terminated_exit_code,
     terminated_reason,
     waiting_reason,
@@ -45,55 +43,52 @@ DEFAULT_MIN_POD_LIFETIME_SECONDS = 3600
 
 
 @dataclass(frozen=True, slots=True)
-class RemoveFailedPodsArgs:
+class RemoveFailedPodsArgs(PluginArgs):
+    """RemoveFailedPodsArgs (types.go) with SetDefaults_RemoveFailedPodsArgs (minPodLifetimeSeconds 3600)."""
+
     namespaces: IncludeExclude | None = None
     label_selector: LabelSelector | None = None
     exclude_owner_kinds: tuple[str, ...] = ()
-    # None only when built directly; the policy loader's defaulting always sets it.
     min_pod_lifetime_seconds: int | None = DEFAULT_MIN_POD_LIFETIME_SECONDS
     reasons: tuple[str, ...] = ()
     exit_codes: tuple[int, ...] = ()
-    including_init_containers: bool = False
+    including_init_containers: bool = field(default=False, metadata=OMITEMPTY)
+
+    @classmethod
+    def from_raw(cls, raw: Mapping[str, Any] | None, field: str = "") -> RemoveFailedPodsArgs:
+        a = strategy_fields(PLUGIN_NAME, raw, field, ("namespaces", "labelSelector", "excludeOwnerKinds",
+                                                      "minPodLifetimeSeconds", "reasons", "exitCodes",
+                                                      "includingInitContainers"))
+        ns = namespaces(a)
+        selector = label_selector(a)
+        min_age = a.unsigned("minPodLifetimeSeconds")
+        return cls(
+            namespaces=ns,
+            label_selector=selector,
+            exclude_owner_kinds=tuple(optional_strings(a, "excludeOwnerKinds") or ()),
+            min_pod_lifetime_seconds=DEFAULT_MIN_POD_LIFETIME_SECONDS if min_age is None else min_age,
+            reasons=tuple(optional_strings(a, "reasons") or ()),
+            exit_codes=tuple(optional_int32s(a, "exitCodes") or ()),
+            including_init_containers=a.boolean("includingInitContainers"),
+        )
 
 
-class RemoveFailedPods(DeschedulePlugin, StrategyArgs):
+class RemoveFailedPods(DeschedulePlugin):
     name: ClassVar[str] = PLUGIN_NAME
+    Args = RemoveFailedPodsArgs
+    args: RemoveFailedPodsArgs
 
-    def __init__(self, args: dict[str, Any] | None, handle: Handle) -> None:
+    def __init__(self, args: RemoveFailedPodsArgs, handle: Handle) -> None:
         super().__init__(args, handle)
-        self.params = self.validate(args)
         ev = handle.evictor
         # Phase first, then namespaces/labels, then the plugin's own checks, then the evictor's (all pure).
         self.pod_filter = all_of(lambda p: p.phase == "Failed",
-                                 namespace_label_filter(self.params.namespaces, self.params.label_selector),
+                                 namespace_label_filter(self.args.namespaces, self.args.label_selector),
                                  self._can_evict, ev.filter, ev.pre_eviction_filter)
-
-    @classmethod
-    def default_args(cls) -> dict[str, Any]:
-        return {"minPodLifetimeSeconds": DEFAULT_MIN_POD_LIFETIME_SECONDS}
-
-    @classmethod
-    def validate(cls, args: Any) -> RemoveFailedPodsArgs:
-        a = args_dict(PLUGIN_NAME, args)
-        check_known_fields(PLUGIN_NAME, a, ("namespaces", "labelSelector", "excludeOwnerKinds",
-                                            "minPodLifetimeSeconds", "reasons", "exitCodes",
-                                            "includingInitContainers"))
-        namespaces = get_namespaces(PLUGIN_NAME, a)
-        selector = get_label_selector(PLUGIN_NAME, a)
-        min_age = get_uint(PLUGIN_NAME, a, "minPodLifetimeSeconds")
-        return RemoveFailedPodsArgs(
-            namespaces=namespaces,
-            label_selector=selector,
-            exclude_owner_kinds=tuple(get_str_list(PLUGIN_NAME, a, "excludeOwnerKinds") or ()),
-            min_pod_lifetime_seconds=DEFAULT_MIN_POD_LIFETIME_SECONDS if min_age is None else min_age,
-            reasons=tuple(get_str_list(PLUGIN_NAME, a, "reasons") or ()),
-            exit_codes=tuple(get_int32_list(PLUGIN_NAME, a, "exitCodes") or ()),
-            including_init_containers=get_bool(PLUGIN_NAME, a, "includingInitContainers"),
-        )
 
     def _can_evict(self, pod: Pod) -> bool:
         """validateCanEvict: every configured condition holds."""
-        p = self.params
+        p = self.args
         if p.min_pod_lifetime_seconds is not None:
             age = int(seconds_since(self.handle.now, creation_time(pod)))
             # Go converts the (float) seconds to uint; on amd64 a negative age (a creation time in the

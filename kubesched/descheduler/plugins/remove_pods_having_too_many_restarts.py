@@ -7,54 +7,78 @@ containers' waiting reasons must also be among them. Each node's pods go most re
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from kubesched.api.objects import Node, Pod
 from kubesched.api.selectors import LabelSelector
+from kubesched.config.plugin_args import OMITEMPTY, PluginArgs
 from kubesched.descheduler.framework import DeschedulePlugin, Handle, Status
 from kubesched.descheduler.plugins._common import (
     NODE_LIMIT,
     TOTAL_LIMIT,
     IncludeExclude,
     PodFilter,
-    StrategyArgs,
     all_of,
-    args_dict,
-    check_known_fields,
     container_statuses,
     evict,
-    get_bool,
-    get_int32,
-    get_label_selector,
-    get_namespaces,
-    get_str_list,
     has_matching_waiting_state,
+    int32,
+    label_selector,
     list_all_pods_on_node,
     namespace_label_filter,
+    namespaces,
+    optional_strings,
     status_int,
+    strategy_fields,
 )
-from kubesched.errors import InputError
 
 PLUGIN_NAME = "RemovePodsHavingTooManyRestarts"
 ALLOWED_STATES = ("CrashLoopBackOff", "Running")
 
 
 @dataclass(frozen=True, slots=True)
-class RemovePodsHavingTooManyRestartsArgs:
-    pod_restart_threshold: int
+class RemovePodsHavingTooManyRestartsArgs(PluginArgs):
+    """RemovePodsHavingTooManyRestartsArgs (types.go) with ValidateRemovePodsHavingTooManyRestartsArgs."""
+
+    pod_restart_threshold: int = field(default=0, metadata=OMITEMPTY)
     namespaces: IncludeExclude | None = None
     label_selector: LabelSelector | None = None
-    including_init_containers: bool = False
+    including_init_containers: bool = field(default=False, metadata=OMITEMPTY)
     states: tuple[str, ...] = ()
 
+    @classmethod
+    def from_raw(cls, raw: Mapping[str, Any] | None, field: str = "") -> RemovePodsHavingTooManyRestartsArgs:
+        a = strategy_fields(PLUGIN_NAME, raw, field, ("namespaces", "labelSelector", "podRestartThreshold",
+                                                      "includingInitContainers", "states"))
+        ns = namespaces(a)
+        selector = label_selector(a)
+        threshold = int32(a, "podRestartThreshold", 0)
+        if threshold < 1:
+            raise a.error("podRestartThreshold", "invalid PodsHavingTooManyRestarts threshold "
+                          f"(podRestartThreshold must be at least 1, got {threshold})")
+        states = optional_strings(a, "states") or []
+        for i, s in enumerate(states):
+            if s not in ALLOWED_STATES:
+                raise a.error(f"states[{i}]", f"states must be one of [{' '.join(ALLOWED_STATES)}], got {s!r}")
+        return cls(
+            pod_restart_threshold=threshold,
+            namespaces=ns,
+            label_selector=selector,
+            including_init_containers=a.boolean("includingInitContainers"),
+            states=tuple(states),
+        )
 
-class RemovePodsHavingTooManyRestarts(DeschedulePlugin, StrategyArgs):
+
+class RemovePodsHavingTooManyRestarts(DeschedulePlugin):
     name: ClassVar[str] = PLUGIN_NAME
+    Args = RemovePodsHavingTooManyRestartsArgs
+    args: RemovePodsHavingTooManyRestartsArgs
 
-    def __init__(self, args: dict[str, Any] | None, handle: Handle) -> None:
+    def __init__(self, args: RemovePodsHavingTooManyRestartsArgs, handle: Handle) -> None:
         super().__init__(args, handle)
-        self.params = p = self.validate(args)
+        p = args
         ev = handle.evictor
 
         def enough_restarts(pod: Pod) -> bool:
@@ -76,36 +100,8 @@ class RemovePodsHavingTooManyRestarts(DeschedulePlugin, StrategyArgs):
         self.pod_filter = all_of(namespace_label_filter(p.namespaces, p.label_selector), enough_restarts, in_state,
                                  ev.filter, ev.pre_eviction_filter)
 
-    @classmethod
-    def default_args(cls) -> dict[str, Any]:
-        return {}
-
-    @classmethod
-    def validate(cls, args: Any) -> RemovePodsHavingTooManyRestartsArgs:
-        a = args_dict(PLUGIN_NAME, args)
-        check_known_fields(PLUGIN_NAME, a, ("namespaces", "labelSelector", "podRestartThreshold",
-                                            "includingInitContainers", "states"))
-        namespaces = get_namespaces(PLUGIN_NAME, a)
-        selector = get_label_selector(PLUGIN_NAME, a)
-        threshold = get_int32(PLUGIN_NAME, a, "podRestartThreshold", 0)
-        if threshold < 1:
-            raise InputError(f"{PLUGIN_NAME} args: invalid PodsHavingTooManyRestarts threshold "
-                             f"(podRestartThreshold must be at least 1, got {threshold})", field="podRestartThreshold")
-        states = get_str_list(PLUGIN_NAME, a, "states") or []
-        for i, s in enumerate(states):
-            if s not in ALLOWED_STATES:
-                raise InputError(f"{PLUGIN_NAME} args: states must be one of [{' '.join(ALLOWED_STATES)}], got {s!r}",
-                                 field=f"states[{i}]")
-        return RemovePodsHavingTooManyRestartsArgs(
-            pod_restart_threshold=threshold,
-            namespaces=namespaces,
-            label_selector=selector,
-            including_init_containers=get_bool(PLUGIN_NAME, a, "includingInitContainers"),
-            states=tuple(states),
-        )
-
     def deschedule(self, nodes: list[Node]) -> Status:
-        init = self.params.including_init_containers
+        init = self.args.including_init_containers
         for node in nodes:
             pods = list_all_pods_on_node(self.handle, node.name, self.pod_filter)
             # sort.Slice by restarts, most first (ties keep the listing order).

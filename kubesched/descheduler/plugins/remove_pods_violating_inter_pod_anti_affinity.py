@@ -7,11 +7,13 @@ pods are examined lowest priority first; an evicted pod no longer counts against
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from kubesched.api.objects import Node, Pod
 from kubesched.api.selectors import LabelSelector
+from kubesched.config.plugin_args import PluginArgs
 from kubesched.descheduler import podutil
 from kubesched.descheduler.framework import DeschedulePlugin, Handle, Status
 from kubesched.descheduler.plugins._common import (
@@ -19,46 +21,39 @@ from kubesched.descheduler.plugins._common import (
     NODE_LIMIT,
     TOTAL_LIMIT,
     IncludeExclude,
-    StrategyArgs,
-    args_dict,
-    check_known_fields,
     evict,
-    get_label_selector,
-    get_namespaces,
+    label_selector,
     list_pods_on_nodes,
     namespace_label_filter,
+    namespaces,
+    strategy_fields,
 )
 
 PLUGIN_NAME = "RemovePodsViolatingInterPodAntiAffinity"
 
 
 @dataclass(frozen=True, slots=True)
-class RemovePodsViolatingInterPodAntiAffinityArgs:
+class RemovePodsViolatingInterPodAntiAffinityArgs(PluginArgs):
+    """RemovePodsViolatingInterPodAntiAffinityArgs (types.go)."""
+
     namespaces: IncludeExclude | None = None
     label_selector: LabelSelector | None = None
 
+    @classmethod
+    def from_raw(cls, raw: Mapping[str, Any] | None, field: str = "") -> RemovePodsViolatingInterPodAntiAffinityArgs:
+        a = strategy_fields(PLUGIN_NAME, raw, field, ("namespaces", "labelSelector"))
+        return cls(namespaces=namespaces(a), label_selector=label_selector(a))
 
-class RemovePodsViolatingInterPodAntiAffinity(DeschedulePlugin, StrategyArgs):
+
+class RemovePodsViolatingInterPodAntiAffinity(DeschedulePlugin):
     name: ClassVar[str] = PLUGIN_NAME
+    Args = RemovePodsViolatingInterPodAntiAffinityArgs
+    args: RemovePodsViolatingInterPodAntiAffinityArgs
 
-    def __init__(self, args: dict[str, Any] | None, handle: Handle) -> None:
+    def __init__(self, args: RemovePodsViolatingInterPodAntiAffinityArgs, handle: Handle) -> None:
         super().__init__(args, handle)
-        self.params = self.validate(args)
         # Upstream lists with namespaces and labels only; the evictor filters apply to the candidate.
-        self.pod_filter = namespace_label_filter(self.params.namespaces, self.params.label_selector)
-
-    @classmethod
-    def default_args(cls) -> dict[str, Any]:
-        return {}
-
-    @classmethod
-    def validate(cls, args: Any) -> RemovePodsViolatingInterPodAntiAffinityArgs:
-        a = args_dict(PLUGIN_NAME, args)
-        check_known_fields(PLUGIN_NAME, a, ("namespaces", "labelSelector"))
-        return RemovePodsViolatingInterPodAntiAffinityArgs(
-            namespaces=get_namespaces(PLUGIN_NAME, a),
-            label_selector=get_label_selector(PLUGIN_NAME, a),
-        )
+        self.pod_filter = namespace_label_filter(self.args.namespaces, self.args.label_selector)
 
     def deschedule(self, nodes: list[Node]) -> Status:
         pods = list_pods_on_nodes(self.handle, nodes, self.pod_filter)

@@ -8,30 +8,28 @@ of the cycle scores a higher total preference weight than its own and it fits so
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from kubesched.api.objects import Node, Pod
 from kubesched.api.selectors import LabelSelector
+from kubesched.config.plugin_args import PluginArgs
 from kubesched.descheduler import nodeutil
 from kubesched.descheduler.framework import DeschedulePlugin, Handle, Status
 from kubesched.descheduler.plugins._common import (
     NODE_LIMIT,
     TOTAL_LIMIT,
     IncludeExclude,
-    StrategyArgs,
     all_of,
-    args_dict,
-    check_known_fields,
     evict,
-    get_label_selector,
-    get_namespaces,
-    get_str_list,
+    label_selector,
     list_pods_on_node,
     namespace_label_filter,
+    namespaces,
+    optional_strings,
+    strategy_fields,
 )
-from kubesched.errors import InputError
 
 PLUGIN_NAME = "RemovePodsViolatingNodeAffinity"
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
@@ -39,40 +37,37 @@ PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 
 
 @dataclass(frozen=True, slots=True)
-class RemovePodsViolatingNodeAffinityArgs:
-    node_affinity_type: tuple[str, ...]
+class RemovePodsViolatingNodeAffinityArgs(PluginArgs):
+    """RemovePodsViolatingNodeAffinityArgs (types.go) with ValidateRemovePodsViolatingNodeAffinityArgs."""
+
+    node_affinity_type: tuple[str, ...] = ()
     namespaces: IncludeExclude | None = None
     label_selector: LabelSelector | None = None
 
-
-class RemovePodsViolatingNodeAffinity(DeschedulePlugin, StrategyArgs):
-    name: ClassVar[str] = PLUGIN_NAME
-
-    def __init__(self, args: dict[str, Any] | None, handle: Handle) -> None:
-        super().__init__(args, handle)
-        self.params = self.validate(args)
-        ev = handle.evictor
-        self.pod_filter = all_of(namespace_label_filter(self.params.namespaces, self.params.label_selector),
-                                 ev.filter, ev.pre_eviction_filter)
-
     @classmethod
-    def default_args(cls) -> dict[str, Any]:
-        return {}
-
-    @classmethod
-    def validate(cls, args: Any) -> RemovePodsViolatingNodeAffinityArgs:
-        a = args_dict(PLUGIN_NAME, args)
-        check_known_fields(PLUGIN_NAME, a, ("namespaces", "labelSelector", "nodeAffinityType"))
-        types = get_str_list(PLUGIN_NAME, a, "nodeAffinityType") or []
+    def from_raw(cls, raw: Mapping[str, Any] | None, field: str = "") -> RemovePodsViolatingNodeAffinityArgs:
+        a = strategy_fields(PLUGIN_NAME, raw, field, ("namespaces", "labelSelector", "nodeAffinityType"))
+        types = optional_strings(a, "nodeAffinityType") or []
         if not types:
-            raise InputError(f"{PLUGIN_NAME} args: nodeAffinityType needs to be set", field="nodeAffinityType")
+            raise a.error("nodeAffinityType", "nodeAffinityType needs to be set")
         # Values other than the two known types pass validation upstream and are skipped at run time.
-        return RemovePodsViolatingNodeAffinityArgs(tuple(types), get_namespaces(PLUGIN_NAME, a),
-                                                   get_label_selector(PLUGIN_NAME, a))
+        return cls(tuple(types), namespaces(a), label_selector(a))
+
+
+class RemovePodsViolatingNodeAffinity(DeschedulePlugin):
+    name: ClassVar[str] = PLUGIN_NAME
+    Args = RemovePodsViolatingNodeAffinityArgs
+    args: RemovePodsViolatingNodeAffinityArgs
+
+    def __init__(self, args: RemovePodsViolatingNodeAffinityArgs, handle: Handle) -> None:
+        super().__init__(args, handle)
+        ev = handle.evictor
+        self.pod_filter = all_of(namespace_label_filter(self.args.namespaces, self.args.label_selector),
+                                 ev.filter, ev.pre_eviction_filter)
 
     def deschedule(self, nodes: list[Node]) -> Status:
         cluster = self.handle.cluster
-        for affinity_type in self.params.node_affinity_type:
+        for affinity_type in self.args.node_affinity_type:
             check: Callable[[Pod, Node], bool]
             # The checks are pure, so the cheap ones run first; the outcome is upstream's conjunction.
             if affinity_type == REQUIRED:

@@ -6,79 +6,73 @@ ignores taints and `includedTaints` considers only the listed ones, each entry a
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from kubesched.api.objects import Node, Taint
 from kubesched.api.selectors import LabelSelector
+from kubesched.config.plugin_args import OMITEMPTY, PluginArgs
 from kubesched.descheduler.framework import DeschedulePlugin, Handle, Status
 from kubesched.descheduler.nodeutil import tolerations_tolerate_taints_with_filter
 from kubesched.descheduler.plugins._common import (
     NODE_LIMIT,
     TOTAL_LIMIT,
     IncludeExclude,
-    StrategyArgs,
     all_of,
-    args_dict,
-    check_known_fields,
     evict,
-    get_bool,
-    get_label_selector,
-    get_namespaces,
-    get_str_list,
+    label_selector,
     list_pods_on_node,
     namespace_label_filter,
+    namespaces,
+    optional_strings,
+    strategy_fields,
 )
-from kubesched.errors import InputError
 
 PLUGIN_NAME = "RemovePodsViolatingNodeTaints"
 
 
 @dataclass(frozen=True, slots=True)
-class RemovePodsViolatingNodeTaintsArgs:
+class RemovePodsViolatingNodeTaintsArgs(PluginArgs):
+    """RemovePodsViolatingNodeTaintsArgs (types.go) with ValidateRemovePodsViolatingNodeTaintsArgs."""
+
     namespaces: IncludeExclude | None = None
     label_selector: LabelSelector | None = None
-    include_prefer_no_schedule: bool = False
+    include_prefer_no_schedule: bool = field(default=False, metadata=OMITEMPTY)
     excluded_taints: tuple[str, ...] | None = None
     # None (unset) considers every taint; an empty list set explicitly considers none.
     included_taints: tuple[str, ...] | None = None
 
-
-class RemovePodsViolatingNodeTaints(DeschedulePlugin, StrategyArgs):
-    name: ClassVar[str] = PLUGIN_NAME
-
-    def __init__(self, args: dict[str, Any] | None, handle: Handle) -> None:
-        super().__init__(args, handle)
-        self.params = self.validate(args)
-        ev = handle.evictor
-        self.pod_filter = all_of(namespace_label_filter(self.params.namespaces, self.params.label_selector),
-                                 ev.filter, ev.pre_eviction_filter)
-        self.taint_filter = taint_filter(self.params)
-
     @classmethod
-    def default_args(cls) -> dict[str, Any]:
-        return {}
-
-    @classmethod
-    def validate(cls, args: Any) -> RemovePodsViolatingNodeTaintsArgs:
-        a = args_dict(PLUGIN_NAME, args)
-        check_known_fields(PLUGIN_NAME, a, ("namespaces", "labelSelector", "includePreferNoSchedule",
-                                            "excludedTaints", "includedTaints"))
-        namespaces = get_namespaces(PLUGIN_NAME, a)
-        selector = get_label_selector(PLUGIN_NAME, a)
-        excluded = get_str_list(PLUGIN_NAME, a, "excludedTaints")
-        included = get_str_list(PLUGIN_NAME, a, "includedTaints")
+    def from_raw(cls, raw: Mapping[str, Any] | None, field: str = "") -> RemovePodsViolatingNodeTaintsArgs:
+        a = strategy_fields(PLUGIN_NAME, raw, field, ("namespaces", "labelSelector", "includePreferNoSchedule",
+                                                      "excludedTaints", "includedTaints"))
+        ns = namespaces(a)
+        selector = label_selector(a)
+        excluded = optional_strings(a, "excludedTaints")
+        included = optional_strings(a, "includedTaints")
         if excluded and included:
-            raise InputError(f"{PLUGIN_NAME} args: either includedTaints or excludedTaints can be set, but not both",
-                             field="includedTaints")
-        return RemovePodsViolatingNodeTaintsArgs(
-            namespaces=namespaces,
+            raise a.error("includedTaints", "either includedTaints or excludedTaints can be set, but not both")
+        return cls(
+            namespaces=ns,
             label_selector=selector,
-            include_prefer_no_schedule=get_bool(PLUGIN_NAME, a, "includePreferNoSchedule"),
+            include_prefer_no_schedule=a.boolean("includePreferNoSchedule"),
             excluded_taints=None if excluded is None else tuple(excluded),
             included_taints=None if included is None else tuple(included),
         )
+
+
+class RemovePodsViolatingNodeTaints(DeschedulePlugin):
+    name: ClassVar[str] = PLUGIN_NAME
+    Args = RemovePodsViolatingNodeTaintsArgs
+    args: RemovePodsViolatingNodeTaintsArgs
+
+    def __init__(self, args: RemovePodsViolatingNodeTaintsArgs, handle: Handle) -> None:
+        super().__init__(args, handle)
+        ev = handle.evictor
+        self.pod_filter = all_of(namespace_label_filter(self.args.namespaces, self.args.label_selector),
+                                 ev.filter, ev.pre_eviction_filter)
+        self.taint_filter = taint_filter(self.args)
 
     def deschedule(self, nodes: list[Node]) -> Status:
         taint_filter = self.taint_filter

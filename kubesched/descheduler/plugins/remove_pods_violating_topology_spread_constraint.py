@@ -13,33 +13,30 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from kubesched.api.objects import Node, Pod, Toleration, find_untolerated_taint
 from kubesched.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_resource, scheduler_request
 from kubesched.api.selectors import LabelSelector, NodeSelector, Requirement
+from kubesched.config.plugin_args import PluginArgs
 from kubesched.descheduler import nodeutil, podutil
 from kubesched.descheduler.framework import BalancePlugin, Handle, Status
 from kubesched.descheduler.plugins._common import (
     NODE_LIMIT,
     TOTAL_LIMIT,
     IncludeExclude,
-    StrategyArgs,
     all_of,
-    args_dict,
-    check_known_fields,
     evict,
-    get_bool,
-    get_label_selector,
-    get_namespaces,
-    get_str_list,
     has_node_selector_or_affinity,
+    label_selector,
     namespace_label_filter,
+    namespaces,
+    optional_strings,
+    strategy_fields,
 )
 from kubesched.descheduler.plugins._gosort import go_sort_slice
-from kubesched.errors import InputError
 
 PLUGIN_NAME = "RemovePodsViolatingTopologySpreadConstraint"
 DO_NOT_SCHEDULE = "DoNotSchedule"
@@ -48,11 +45,32 @@ HONOR, IGNORE = "Honor", "Ignore"
 
 
 @dataclass(frozen=True, slots=True)
-class RemovePodsViolatingTopologySpreadConstraintArgs:
+class RemovePodsViolatingTopologySpreadConstraintArgs(PluginArgs):
+    """RemovePodsViolatingTopologySpreadConstraintArgs (types.go) with its defaults (constraints DoNotSchedule,
+    topologyBalanceNodeFit true) and ValidateRemovePodsViolatingTopologySpreadConstraintArgs."""
+
     constraints: tuple[str, ...] = (DO_NOT_SCHEDULE,)
     topology_balance_node_fit: bool = True
     namespaces: IncludeExclude | None = None
     label_selector: LabelSelector | None = None
+
+    @classmethod
+    def from_raw(cls, raw: Mapping[str, Any] | None,
+                 field: str = "") -> RemovePodsViolatingTopologySpreadConstraintArgs:
+        a = strategy_fields(PLUGIN_NAME, raw, field, ("namespaces", "labelSelector", "constraints",
+                                                      "topologyBalanceNodeFit"))
+        ns = namespaces(a)
+        selector = label_selector(a)
+        constraints = optional_strings(a, "constraints") or []
+        for i, c in enumerate(constraints):
+            if c not in (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY):
+                raise a.error(f"constraints[{i}]", f"constraint {c} is not one of [{DO_NOT_SCHEDULE} {SCHEDULE_ANYWAY}]")
+        return cls(
+            constraints=tuple(constraints) or (DO_NOT_SCHEDULE,),  # an empty list defaults too
+            topology_balance_node_fit=a.boolean("topologyBalanceNodeFit", True),
+            namespaces=ns,
+            label_selector=selector,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,42 +122,21 @@ class SpreadConstraint:
         return self.hash_value
 
 
-class RemovePodsViolatingTopologySpreadConstraint(BalancePlugin, StrategyArgs):
+class RemovePodsViolatingTopologySpreadConstraint(BalancePlugin):
     name: ClassVar[str] = PLUGIN_NAME
+    Args = RemovePodsViolatingTopologySpreadConstraintArgs
+    args: RemovePodsViolatingTopologySpreadConstraintArgs
 
-    def __init__(self, args: dict[str, Any] | None, handle: Handle) -> None:
+    def __init__(self, args: RemovePodsViolatingTopologySpreadConstraintArgs, handle: Handle) -> None:
         super().__init__(args, handle)
-        self.params = self.validate(args)
         # Upstream lists with the evictor's Filter only; PreEvictionFilter runs just before evicting.
-        self.pod_filter = all_of(namespace_label_filter(self.params.namespaces, self.params.label_selector),
+        self.pod_filter = all_of(namespace_label_filter(self.args.namespaces, self.args.label_selector),
                                  handle.evictor.filter)
-
-    @classmethod
-    def default_args(cls) -> dict[str, Any]:
-        return {"constraints": [DO_NOT_SCHEDULE], "topologyBalanceNodeFit": True}
-
-    @classmethod
-    def validate(cls, args: Any) -> RemovePodsViolatingTopologySpreadConstraintArgs:
-        a = args_dict(PLUGIN_NAME, args)
-        check_known_fields(PLUGIN_NAME, a, ("namespaces", "labelSelector", "constraints", "topologyBalanceNodeFit"))
-        namespaces = get_namespaces(PLUGIN_NAME, a)
-        selector = get_label_selector(PLUGIN_NAME, a)
-        constraints = get_str_list(PLUGIN_NAME, a, "constraints") or []
-        for i, c in enumerate(constraints):
-            if c not in (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY):
-                raise InputError(f"{PLUGIN_NAME} args: constraint {c} is not one of [{DO_NOT_SCHEDULE} {SCHEDULE_ANYWAY}]",
-                                 field=f"constraints[{i}]")
-        return RemovePodsViolatingTopologySpreadConstraintArgs(
-            constraints=tuple(constraints) or (DO_NOT_SCHEDULE,),  # an empty list defaults too
-            topology_balance_node_fit=get_bool(PLUGIN_NAME, a, "topologyBalanceNodeFit", True),
-            namespaces=namespaces,
-            label_selector=selector,
-        )
 
     # ------------------------------------------------------------ balance
 
     def balance(self, nodes: list[Node]) -> Status:
-        allowed = frozenset(self.params.constraints)
+        allowed = frozenset(self.args.constraints)
         marked: dict[int, Pod] = {}  # podsForEviction (by id), in the order pods were marked
         domains_cache: dict[tuple[str, Inclusion], dict[str, list[Node]]] = {}
         node_values: dict[str, dict[str, str | None]] = {}  # topology key -> node name -> value
@@ -222,7 +219,7 @@ class RemovePodsViolatingTopologySpreadConstraint(BalancePlugin, StrategyArgs):
         """balanceDomains: two pointers over the domains sorted by size, moving pods from the big end."""
         ideal_avg = sum_pods / len(domains)
         sorted_domains = _sort_domains(domains)
-        node_fit = self.params.topology_balance_node_fit
+        node_fit = self.args.topology_balance_node_fit
         cluster = self.handle.cluster
 
         # filterNodesBelowIdealAvg: eligible nodes of the domains below the average (at the start).

@@ -12,48 +12,68 @@ strategy's own order: the first sorter listed is the primary key, ties keep the 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from kubesched.api import fields
 from kubesched.api.objects import Pod
+from kubesched.config.plugin_args import PluginArgs
 from kubesched.descheduler import podutil
 from kubesched.descheduler.framework import Handle, SortPlugin
 from kubesched.errors import InputError
 
 
-class PriorityQoSSort(SortPlugin):
-    name = "PriorityQoSSort"
+@dataclass(frozen=True, slots=True)
+class PriorityQoSSortArgs(PluginArgs):
+    """PriorityQoSSort takes no args."""
 
     @classmethod
-    def validate_args(cls, args: dict[str, Any], field: str) -> dict[str, Any]:
-        if args:
-            raise InputError(f"takes no args, got {', '.join(sorted(args))}", field=field)
-        return {}
+    def from_raw(cls, raw: Mapping[str, Any] | None, field: str = "") -> PriorityQoSSortArgs:
+        given = sorted(k for k in fields.mapping(raw, field) if k not in fields.META_KEYS)
+        if given:
+            raise InputError(f"takes no args, got {', '.join(given)}", field=field or None)
+        return cls()
+
+
+class PriorityQoSSort(SortPlugin):
+    name = "PriorityQoSSort"
+    Args = PriorityQoSSortArgs
 
     def sort(self, pods: list[Pod]) -> list[Pod]:
         return sorted(pods, key=podutil.priority_qos_key)
 
 
-class ActualUsageSort(SortPlugin):
-    name = "ActualUsageSort"
+@dataclass(frozen=True, slots=True)
+class ActualUsageSortArgs(PluginArgs):
+    """ActualUsageSort's args: the resource to sort by (cpu or memory) and the order (Descending by default)."""
+
+    resource: str = "cpu"
+    order: str = "Descending"
 
     @classmethod
-    def validate_args(cls, args: dict[str, Any], field: str) -> dict[str, Any]:
-        for k in args:
-            if k not in ("resource", "order"):
-                raise InputError(f"unknown field {k!r}; expected resource or order", field=f"{field}.{k}")
-        resource = args.get("resource", "cpu")
+    def from_raw(cls, raw: Mapping[str, Any] | None, field: str = "") -> ActualUsageSortArgs:
+        a = fields.Fields(raw, field, allowed=("resource", "order"), unknown="unknown field {key!r}; expected resource "
+                          "or order")
+        resource = a.raw.get("resource", "cpu")
         if resource not in ("cpu", "memory"):
-            raise InputError(f"expected cpu or memory, got {resource!r}", field=f"{field}.resource")
-        order = args.get("order", "Descending")
+            raise a.error("resource", f"expected cpu or memory, got {resource!r}")
+        order = a.raw.get("order", "Descending")
         if order not in ("Ascending", "Descending"):
-            raise InputError(f"expected Ascending or Descending, got {order!r}", field=f"{field}.order")
-        return {"resource": resource, "order": order}
+            raise a.error("order", f"expected Ascending or Descending, got {order!r}")
+        return cls(resource, order)
 
-    def __init__(self, args: dict[str, Any] | None, handle: Handle) -> None:
+
+class ActualUsageSort(SortPlugin):
+    name = "ActualUsageSort"
+    Args = ActualUsageSortArgs
+    args: ActualUsageSortArgs
+
+    def __init__(self, args: ActualUsageSortArgs, handle: Handle) -> None:
         super().__init__(args, handle)
-        self.resource = str(self.args.get("resource", "cpu"))
-        self.descending = self.args.get("order", "Descending") == "Descending"
+        self.resource = args.resource
+        self.descending = args.order == "Descending"
 
     def sort(self, pods: list[Pod]) -> list[Pod]:
         collector = self.handle.services.metrics_collector or self.handle.metrics

@@ -6,33 +6,43 @@ they do not all pile onto one node (kubernetes#129138).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from kubesched.api import fields
 from kubesched.api.objects import Pod
-from kubesched.api.resources import CPU, MEMORY
 from kubesched.cluster.state import ClusterState, NodeInfo
+from kubesched.config.plugin_args import PluginArgs
 from kubesched.scheduler.framework import ClusterEvent, CycleState, PreScorePlugin, ScorePlugin, Status, skip
 from kubesched.scheduler.plugins import resource_allocation as ra
-from kubesched.scheduler.plugins.args import check_known, get_list, resource_specs
 
 PRE_SCORE_KEY = "PreScoreNodeResourcesBalancedAllocation"
 
 
-class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
-    name = "NodeResourcesBalancedAllocation"
+@dataclass(frozen=True, slots=True)
+class NodeResourcesBalancedAllocationArgs(PluginArgs):
+    """NodeResourcesBalancedAllocationArgs: the resources (default cpu and memory, weight 1 each)."""
 
-    def __init__(self, args: dict[str, Any] | None, handle: Any) -> None:
-        super().__init__(args, handle)
-        check_known(self.args, {"resources"})
-        specs = resource_specs(get_list(self.args, "resources"), "resources", [(CPU, 1), (MEMORY, 1)])
-        self.resources = [n for n, _ in specs]
-        self._row_cache = ra.RowCache()
+    resources: tuple[ra.ResourceSpec, ...] = ra.DEFAULT_RESOURCE_SPECS
 
     @classmethod
-    def default_args(cls) -> dict[str, Any]:
-        return {"resources": [{"name": CPU, "weight": 1}, {"name": MEMORY, "weight": 1}]}
+    def from_raw(cls, raw: Mapping[str, Any] | None, field: str = "") -> NodeResourcesBalancedAllocationArgs:
+        a = fields.Fields(raw, field, allowed={"resources"})
+        return cls(ra.resource_specs(a.get("resources"), a.path("resources")))
+
+
+class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
+    name = "NodeResourcesBalancedAllocation"
+    Args = NodeResourcesBalancedAllocationArgs
+    args: NodeResourcesBalancedAllocationArgs
+
+    def __init__(self, args: NodeResourcesBalancedAllocationArgs, handle: Any) -> None:
+        super().__init__(args, handle)
+        self.resources = [r.name for r in args.resources]
+        self._row_cache = ra.RowCache()
 
     def events_to_register(self) -> list[ClusterEvent]:
         return [ClusterEvent("Pod", ("delete", "update")), ClusterEvent("Node", ("add", "update"))]

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from kubesched.api.objects import Pod
 from kubesched.client.interface import ApiError
+from kubesched.config.plugin_args import no_args
 from kubesched.scheduler.framework import BindPlugin, Code, CycleState, Status
 
 
 class DefaultBinder(BindPlugin):
     name = "DefaultBinder"
+    Args = no_args("DefaultBinder")
 
     def bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
         try:

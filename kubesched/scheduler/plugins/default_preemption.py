@@ -10,14 +10,15 @@ minCandidateNodesAbsolute (100) bound how many candidate nodes the dry run looks
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from kubesched.api import fields
 from kubesched.api.objects import Pod, PodDisruptionBudget
 from kubesched.cluster.state import NodeInfo
-from kubesched.errors import InputError
+from kubesched.config.plugin_args import PluginArgs
 from kubesched.scheduler.framework import ClusterEvent, Code, CycleState, PostFilterPlugin, PostFilterResult, Status
-from kubesched.scheduler.plugins.args import check_known, get_int
 from kubesched.scheduler.preemption import (
     Evaluator,
     Victims,
@@ -31,31 +32,36 @@ DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE = 100
 NO_VICTIMS = "No preemption victims found for incoming pod"
 
 
-class DefaultPreemption(PostFilterPlugin):
-    name = "DefaultPreemption"
+@dataclass(frozen=True, slots=True)
+class DefaultPreemptionArgs(PluginArgs):
+    """DefaultPreemptionArgs with v1 defaults and ValidateDefaultPreemptionArgs."""
 
-    def __init__(self, args: dict[str, Any] | None, handle: Any) -> None:
-        super().__init__(args, handle)
-        a = self.args
-        check_known(a, {"minCandidateNodesPercentage", "minCandidateNodesAbsolute"})
-        pct = get_int(a, "minCandidateNodesPercentage", DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE)
-        absolute = get_int(a, "minCandidateNodesAbsolute", DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE)
-        assert pct is not None and absolute is not None
-        if pct < 0 or pct > 100:
-            raise InputError(f"Invalid value: {pct}: not in valid range [0, 100]", field="minCandidateNodesPercentage")
-        if absolute < 0:
-            raise InputError(f"Invalid value: {absolute}: not in valid range [0, inf)", field="minCandidateNodesAbsolute")
-        if pct == 0 and absolute == 0:
-            raise InputError("Invalid value: 0: cannot be zero at the same time as minCandidateNodesAbsolute",
-                             field="minCandidateNodesPercentage")
-        self.min_candidate_nodes_percentage = pct
-        self.min_candidate_nodes_absolute = absolute
-        self.evaluator = Evaluator(self.name, handle, self)
+    min_candidate_nodes_percentage: int = DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE
+    min_candidate_nodes_absolute: int = DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE
 
     @classmethod
-    def default_args(cls) -> dict[str, Any]:
-        return {"minCandidateNodesPercentage": DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE,
-                "minCandidateNodesAbsolute": DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE}
+    def from_raw(cls, raw: Mapping[str, Any] | None, field: str = "") -> DefaultPreemptionArgs:
+        a = fields.Fields(raw, field, allowed={"minCandidateNodesPercentage", "minCandidateNodesAbsolute"})
+        pct = a.integer("minCandidateNodesPercentage", DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE)
+        absolute = a.integer("minCandidateNodesAbsolute", DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE)
+        if pct < 0 or pct > 100:
+            raise a.error("minCandidateNodesPercentage", f"Invalid value: {pct}: not in valid range [0, 100]")
+        if absolute < 0:
+            raise a.error("minCandidateNodesAbsolute", f"Invalid value: {absolute}: not in valid range [0, inf)")
+        if pct == 0 and absolute == 0:
+            raise a.error("minCandidateNodesPercentage",
+                          "Invalid value: 0: cannot be zero at the same time as minCandidateNodesAbsolute")
+        return cls(pct, absolute)
+
+
+class DefaultPreemption(PostFilterPlugin):
+    name = "DefaultPreemption"
+    Args = DefaultPreemptionArgs
+    args: DefaultPreemptionArgs
+
+    def __init__(self, args: DefaultPreemptionArgs, handle: Any) -> None:
+        super().__init__(args, handle)
+        self.evaluator = Evaluator(self.name, handle, self)
 
     def events_to_register(self) -> list[ClusterEvent]:
         # Pods are never rejected by this plugin (no asynchronous preemption gate).
@@ -73,8 +79,8 @@ class DefaultPreemption(PostFilterPlugin):
     # ------------------------------------------------------------ the policy the Evaluator asks for
 
     def calculate_num_candidates(self, num_nodes: int) -> int:
-        n = num_nodes * self.min_candidate_nodes_percentage // 100
-        n = max(n, self.min_candidate_nodes_absolute)
+        n = num_nodes * self.args.min_candidate_nodes_percentage // 100
+        n = max(n, self.args.min_candidate_nodes_absolute)
         return min(n, num_nodes)
 
     def get_offset_and_num_candidates(self, num_nodes: int) -> tuple[int, int]:

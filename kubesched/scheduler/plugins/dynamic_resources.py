@@ -7,12 +7,14 @@ that says so, instead of being placed as if its devices were free.
 
 from __future__ import annotations
 
-import re
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
+from kubesched.api import fields
 from kubesched.api.objects import Pod
 from kubesched.cluster.state import ClusterState, NodeInfo
-from kubesched.errors import InputError
+from kubesched.config.plugin_args import PluginArgs
 from kubesched.scheduler.framework import (
     ClusterEvent,
     CycleState,
@@ -23,21 +25,25 @@ from kubesched.scheduler.framework import (
     skip,
     unresolvable,
 )
-from kubesched.scheduler.plugins.args import check_known
 
 ERR_REASON_NOT_MODELLED = "pod has resource claims (spec.resourceClaims), which kubesched does not model"
 DEFAULT_FILTER_TIMEOUT = "10s"
 
 
-def _check_duration(value: Any, field: str) -> None:
-    """A metav1.Duration ("10s", "1m30s"), not negative."""
-    if not isinstance(value, str):
-        raise InputError(f"expected a duration such as 10s, got {value!r}", field=field)
-    text = value.strip()
-    if text in ("0", ""):
-        return
-    if not re.fullmatch(r"(?:[0-9]+(?:\.[0-9]*)?(?:ns|us|µs|ms|s|m|h))+", text):
-        raise InputError(f"expected a non-negative duration such as 10s, got {value!r}", field=field)
+@dataclass(frozen=True, slots=True)
+class DynamicResourcesArgs(PluginArgs):
+    """DynamicResourcesArgs: filterTimeout (v1 default 10s) and bindingTimeout, metav1.Durations that may not
+    be negative; kubesched models no device allocation, so neither changes a placement."""
+
+    filter_timeout: str = DEFAULT_FILTER_TIMEOUT
+    binding_timeout: str | None = None
+
+    @classmethod
+    def from_raw(cls, raw: Mapping[str, Any] | None, field: str = "") -> DynamicResourcesArgs:
+        a = fields.Fields(raw, field, allowed={"filterTimeout", "bindingTimeout"})
+        for key in ("filterTimeout", "bindingTimeout"):
+            a.duration_seconds(key, example="10s", negative=False)
+        return cls(a.get("filterTimeout", DEFAULT_FILTER_TIMEOUT), a.get("bindingTimeout"))
 
 
 def resource_claims(pod: Pod) -> list[Any]:
@@ -48,17 +54,8 @@ def resource_claims(pod: Pod) -> list[Any]:
 
 class DynamicResources(PreFilterPlugin, FilterPlugin):
     name = "DynamicResources"
-
-    def __init__(self, args: dict[str, Any] | None, handle: Any) -> None:
-        super().__init__(args, handle)
-        check_known(self.args, {"filterTimeout", "bindingTimeout"})
-        for key in ("filterTimeout", "bindingTimeout"):
-            if self.args.get(key) is not None:
-                _check_duration(self.args[key], key)
-
-    @classmethod
-    def default_args(cls) -> dict[str, Any]:
-        return {"filterTimeout": DEFAULT_FILTER_TIMEOUT}
+    Args = DynamicResourcesArgs
+    args: DynamicResourcesArgs
 
     def events_to_register(self) -> list[ClusterEvent]:
         return [ClusterEvent(k, ("add", "update")) for k in ("ResourceClaim", "ResourceSlice", "DeviceClass")]

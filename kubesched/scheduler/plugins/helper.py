@@ -1,22 +1,18 @@
 """Helpers the built-in scheduler plugins share (upstream's plugins/helper and small pieces of framework).
 
 `default_normalize_score` is helper.DefaultNormalizeScore over a NumPy vector, with Go's integer
-arithmetic; `no_args` rejects pluginConfig args for plugins that take none (kube-scheduler decodes
-args strictly, and these plugins register no args type).
+arithmetic; `node_static_mask` and `pod_cache_key` memoise per pod shape.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from typing import Any
 
 import numpy as np
 
 from kubesched.api.objects import Pod
 from kubesched.cluster.state import ClusterState
-from kubesched.errors import InputError
 from kubesched.scheduler.framework import MAX_NODE_SCORE, ShapeCache
-from kubesched.scheduler.plugins.args import META_KEYS
 from kubesched.scheduler.plugins.gomath import go_div_array
 
 
@@ -40,13 +36,6 @@ def default_normalize_score(scores: np.ndarray, reverse: bool = False, max_prior
     if reverse:
         scaled = max_priority - scaled
     scores[:] = scaled
-
-
-def no_args(plugin: str, args: dict[str, Any] | None) -> None:
-    """A plugin without an args type: any field in its pluginConfig args is an error."""
-    for key in args or {}:
-        if key not in META_KEYS:
-            raise InputError(f"unknown field {key!r}: plugin {plugin} takes no args", field=key)
 
 
 def node_static_mask(cache: ShapeCache, cluster: ClusterState, key: Hashable,

@@ -14,9 +14,10 @@ import numpy as np
 
 from kubesched.api.objects import Node, Pod
 from kubesched.cluster.state import ClusterState, NodeInfo
+from kubesched.config.plugin_args import no_args
 from kubesched.scheduler.framework import MAX_NODE_SCORE, ClusterEvent, CycleState, ScorePlugin, ShapeCache, Status
 from kubesched.scheduler.plugins.gomath import go_div, go_div_array
-from kubesched.scheduler.plugins.helper import no_args, node_static_mask, pod_cache_key
+from kubesched.scheduler.plugins.helper import node_static_mask, pod_cache_key
 
 MB = 1024 * 1024
 MIN_THRESHOLD = 23 * MB
@@ -67,10 +68,10 @@ def pod_images(pod: Pod) -> tuple[str, ...]:
 
 class ImageLocality(ScorePlugin):
     name = "ImageLocality"
+    Args = no_args("ImageLocality")
 
-    def __init__(self, args: dict[str, Any] | None, handle: Any) -> None:
+    def __init__(self, args: Any, handle: Any) -> None:
         super().__init__(args, handle)
-        no_args(self.name, args)
         self._cache = ShapeCache(limit=1024)  # int64 vectors over all nodes: bound the memory
 
     def events_to_register(self) -> list[ClusterEvent]:

@@ -26,9 +26,10 @@ from typing import Any
 
 import numpy as np
 
+from kubesched.api import fields
 from kubesched.api.objects import Pod
 from kubesched.cluster.state import ClusterState, NodeInfo
-from kubesched.errors import InputError
+from kubesched.config.plugin_args import PluginArgs
 from kubesched.scheduler.framework import (
     MAX_NODE_SCORE,
     ClusterEvent,
@@ -44,7 +45,6 @@ from kubesched.scheduler.framework import (
     error,
     skip,
 )
-from kubesched.scheduler.plugins.args import check_known, get_bool
 from kubesched.scheduler.plugins.topology_index import (
     NO_LABELS,
     PREFERRED_AFFINITY,
@@ -175,28 +175,27 @@ class PreScoreState:
         return self
 
 
-class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, PreFilterExtensions):
-    name = "InterPodAffinity"
+@dataclass(frozen=True, slots=True)
+class InterPodAffinityArgs(PluginArgs):
+    """InterPodAffinityArgs with v1 defaults and ValidateInterPodAffinityArgs (weight in [0, 100])."""
 
-    def __init__(self, args: dict[str, Any] | None, handle: Any) -> None:
-        super().__init__(args, handle)
-        a = self.args
-        check_known(a, {"hardPodAffinityWeight", "ignorePreferredTermsOfExistingPods"})
-        w = a.get("hardPodAffinityWeight", 1)
-        if w is None:
-            w = 1
-        if isinstance(w, bool) or not isinstance(w, int):
-            raise InputError(f"expected an integer, got {w!r}", field="hardPodAffinityWeight")
-        if not MIN_HARD_POD_AFFINITY_WEIGHT <= w <= MAX_HARD_POD_AFFINITY_WEIGHT:
-            raise InputError(f"Invalid value: {w}: not in valid range "
-                             f"[{MIN_HARD_POD_AFFINITY_WEIGHT}, {MAX_HARD_POD_AFFINITY_WEIGHT}]",
-                             field="hardPodAffinityWeight")
-        self.hard_pod_affinity_weight: int = w
-        self.ignore_preferred_terms_of_existing_pods = get_bool(a, "ignorePreferredTermsOfExistingPods", False)
+    hard_pod_affinity_weight: int = 1
+    ignore_preferred_terms_of_existing_pods: bool = False
 
     @classmethod
-    def default_args(cls) -> dict[str, Any]:
-        return {"hardPodAffinityWeight": 1, "ignorePreferredTermsOfExistingPods": False}
+    def from_raw(cls, raw: Mapping[str, Any] | None, field: str = "") -> InterPodAffinityArgs:
+        a = fields.Fields(raw, field, allowed={"hardPodAffinityWeight", "ignorePreferredTermsOfExistingPods"})
+        w = a.integer("hardPodAffinityWeight", 1)
+        if not MIN_HARD_POD_AFFINITY_WEIGHT <= w <= MAX_HARD_POD_AFFINITY_WEIGHT:
+            raise a.error("hardPodAffinityWeight", f"Invalid value: {w}: not in valid range "
+                          f"[{MIN_HARD_POD_AFFINITY_WEIGHT}, {MAX_HARD_POD_AFFINITY_WEIGHT}]")
+        return cls(w, a.boolean("ignorePreferredTermsOfExistingPods"))
+
+
+class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, PreFilterExtensions):
+    name = "InterPodAffinity"
+    Args = InterPodAffinityArgs
+    args: InterPodAffinityArgs
 
     def events_to_register(self) -> list[ClusterEvent]:
         return [ClusterEvent("Pod", ("add", "update", "delete")), ClusterEvent("Node", ("add", "update"))]
@@ -321,7 +320,7 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             return skip()
         terms = pod_terms(pod)
         has_constraints = bool(terms.preferred_affinity or terms.preferred_anti_affinity)
-        if self.ignore_preferred_terms_of_existing_pods and not has_constraints:
+        if self.args.ignore_preferred_terms_of_existing_pods and not has_constraints:
             return skip()
         if not has_constraints and not cluster.assigned_with_affinity:
             return skip()
@@ -348,12 +347,12 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
                 add(topo, sign * w, idx.domain_counts(_matcher((mt,)), topo))
         ns_labels = cluster.namespace_labels(pod.namespace)
         for category, sign in ((REQUIRED_AFFINITY, 1), (PREFERRED_AFFINITY, 1), (PREFERRED_ANTI_AFFINITY, -1)):
-            if category == REQUIRED_AFFINITY and self.hard_pod_affinity_weight <= 0:
+            if category == REQUIRED_AFFINITY and self.args.hard_pod_affinity_weight <= 0:
                 continue
             for term, w, carriers in idx.existing_terms(category):
                 if term.matches(pod, ns_labels):
                     topo = idx.topology(term.topology_key)
-                    weight = self.hard_pod_affinity_weight if category == REQUIRED_AFFINITY else w
+                    weight = self.args.hard_pod_affinity_weight if category == REQUIRED_AFFINITY else w
                     add(topo, sign * weight, idx.term_domain_counts(carriers, topo))
         if not touched:
             return skip()

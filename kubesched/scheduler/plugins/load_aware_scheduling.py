@@ -26,26 +26,24 @@ time it needs usage — koordlet reporting a new NodeMetric is the feed owner's 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
+from kubesched.api import fields
 from kubesched.api import koordinator as koord
+from kubesched.api.duration import read_duration_seconds
 from kubesched.api.objects import Node, Pod, parse_time
 from kubesched.api.resources import pod_limits, pod_requests
 from kubesched.cluster.events import Event, EventType
 from kubesched.cluster.state import ClusterState, NodeInfo
+from kubesched.config.plugin_args import OMITEMPTY, PluginArgs
 from kubesched.errors import InputError
-from kubesched.metrics.base import (
-    Metrics,
-    MetricsFeed,
-    absolute_usage,
-    clock_datetime,
-    parse_duration,
-    reference_time,
-)
+from kubesched.metrics.base import Metrics, MetricsFeed, absolute_usage, clock_datetime, reference_time
+from kubesched.metrics.kubernetes_metrics import attach_nodes, snapshot_metrics
 from kubesched.scheduler.framework import (
     MAX_NODE_SCORE,
     ClusterEvent,
@@ -59,7 +57,6 @@ from kubesched.scheduler.framework import (
     Status,
     unschedulable,
 )
-from kubesched.scheduler.plugins.args import check_known, get_bool, get_dict, get_int, get_list, get_str
 from kubesched.scheduler.plugins.gomath import go_div_array, go_round, go_round_array
 
 NAME = "LoadAwareScheduling"
@@ -81,21 +78,114 @@ _ARGS = ("filterExpiredNodeMetrics", "nodeMetricExpirationSeconds", "enableSched
          "resourceWeights", "dominantResourceWeight", "usageThresholds", "prodUsageThresholds", "prodUsageIncludeSys",
          "scoreAccordingProdUsage", "estimator", "estimatedScalingFactors", "estimatedSecondsAfterPodScheduled",
          "estimatedSecondsAfterInitialized", "allowCustomizeEstimation", "aggregated", "supportedResources")
+_AGGREGATED_ARGS = ("usageThresholds", "usageAggregationType", "usageAggregatedDuration", "scoreAggregationType",
+                    "scoreAggregatedDuration")
 
 
-def _int_map(args: dict[str, Any], key: str, lo: int | None = None, hi: int | None = None,
+# ---------------------------------------------------------------- args (LoadAwareSchedulingArgs)
+
+
+def _int_map(a: fields.Fields, key: str, lo: int | None = None, hi: int | None = None,
              message: str = "") -> dict[str, int] | None:
-    raw = get_dict(args, key)
-    if raw is None:
+    """A map of resource name to integer (None when unset); `message` names a value out of [lo, hi]."""
+    if a.get(key) is None:
         return None
+    m = a.object(key)
     out = {}
-    for name, v in raw.items():
-        if isinstance(v, bool) or not isinstance(v, int):
-            raise InputError(f"expected an integer, got {v!r}", field=f"{key}.{name}")
+    for name, v in m.raw.items():
+        v = fields.integer(v, m.path(str(name)))
         if (lo is not None and v < lo) or (hi is not None and v > hi):
-            raise InputError(message.format(name=name, value=v), field=f"{key}.{name}")
+            raise m.error(str(name), message.format(name=name, value=v))
         out[str(name)] = v
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class LoadAwareSchedulingAggregatedArgs:
+    """LoadAwareSchedulingAggregatedArgs: thresholds on a percentile of usage, and the percentile scores use."""
+
+    usage_thresholds: Mapping[str, int] = field(default_factory=dict)
+    usage_aggregation_type: str = ""
+    usage_aggregated_duration: float = 0.0  # seconds
+    score_aggregation_type: str = ""
+    score_aggregated_duration: float = 0.0  # seconds
+
+    @classmethod
+    def from_raw(cls, a: fields.Fields) -> LoadAwareSchedulingAggregatedArgs:
+        thresholds = _int_map(a, "usageThresholds", 0, 100, "resource Threshold of {name} should be from 0 to 100, "
+                                                           "got {value}") or {}
+        types = []
+        for key in ("usageAggregationType", "scoreAggregationType"):
+            t = a.string(key) or ""
+            if t and t not in AGGREGATION_TYPES:
+                raise a.error(key, f"Unsupported value: {t!r}: supported values: {', '.join(AGGREGATION_TYPES)}")
+            types.append(t)
+        durations = []
+        for key in ("usageAggregatedDuration", "scoreAggregatedDuration"):
+            d = read_duration_seconds(a.raw.get(key, 0) or 0, a.path(key), example="5m or 90s", numbers=True)
+            if d < 0:
+                raise a.error(key, "duration must be >= 0")
+            durations.append(d)
+        return cls(thresholds, types[0], durations[0], types[1], durations[1])
+
+
+@dataclass(frozen=True, slots=True)
+class LoadAwareSchedulingArgs(PluginArgs):
+    """koordinator's LoadAwareSchedulingArgs with its v1beta3 defaults and ValidateLoadAwareSchedulingArgs."""
+
+    filter_expired_node_metrics: bool = True
+    node_metric_expiration_seconds: int = DEFAULT_EXPIRATION_SECONDS
+    enable_schedule_when_node_metrics_expired: bool = False
+    resource_weights: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_RESOURCE_WEIGHTS))
+    dominant_resource_weight: int = field(default=0, metadata=OMITEMPTY)
+    usage_thresholds: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_USAGE_THRESHOLDS))
+    prod_usage_thresholds: Mapping[str, int] = field(default_factory=dict)
+    prod_usage_include_sys: bool = field(default=False, metadata=OMITEMPTY)
+    score_according_prod_usage: bool = field(default=False, metadata=OMITEMPTY)
+    estimator: str = field(default="", metadata=OMITEMPTY)
+    estimated_scaling_factors: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_SCALING_FACTORS))
+    estimated_seconds_after_pod_scheduled: int | None = None
+    estimated_seconds_after_initialized: int | None = None
+    allow_customize_estimation: bool = field(default=False, metadata=OMITEMPTY)
+    aggregated: LoadAwareSchedulingAggregatedArgs | None = None
+    supported_resources: tuple[str, ...] = ()
+
+    @classmethod
+    def from_raw(cls, raw: Mapping[str, Any] | None, field: str = "") -> LoadAwareSchedulingArgs:
+        a = fields.Fields(raw, field, allowed=frozenset(_ARGS))
+        filter_expired = a.boolean("filterExpiredNodeMetrics", True)
+        expiration = a.integer("nodeMetricExpirationSeconds", DEFAULT_EXPIRATION_SECONDS)
+        if expiration <= 0:
+            raise a.error("nodeMetricExpirationSeconds", "nodeMetricExpiredSeconds should be a positive value")
+        schedule_when_expired = a.boolean("enableScheduleWhenNodeMetricsExpired")
+        dominant = a.integer("dominantResourceWeight", 0, lo=0, hi=100)
+        weights = _int_map(a, "resourceWeights", 1, 100, "resource Weight of {name} should be a positive value "
+                                                        "no more than 100, got {value}")
+        if not weights and dominant == 0:
+            weights = dict(DEFAULT_RESOURCE_WEIGHTS)
+        thresholds = _int_map(a, "usageThresholds", 0, 100, "resource Threshold of {name} should be from 0 to 100, "
+                                                         "got {value}")
+        prod_thresholds = _int_map(a, "prodUsageThresholds") or {}
+        include_sys = a.boolean("prodUsageIncludeSys")
+        according_prod = a.boolean("scoreAccordingProdUsage")
+        estimator = a.string("estimator") or ""
+        if estimator not in ("", "defaultEstimator"):
+            raise a.error("estimator", f"unknown estimator {estimator!r}; kubesched has defaultEstimator")
+        factors = _int_map(a, "estimatedScalingFactors", 1, 100, "estimated resource ScalingFactor of {name} should "
+                                                                  "be from 1 to 100, got {value}")
+        scaling = dict(DEFAULT_SCALING_FACTORS) if factors is None else {**DEFAULT_SCALING_FACTORS, **factors}
+        for r in weights or {}:
+            if r not in scaling:
+                raise a.error("estimatedScalingFactors", f"Not found: {r!r}")
+        after_scheduled = a.integer("estimatedSecondsAfterPodScheduled")
+        after_initialized = a.integer("estimatedSecondsAfterInitialized")
+        allow_customize = a.boolean("allowCustomizeEstimation")
+        aggregated = (LoadAwareSchedulingAggregatedArgs.from_raw(a.object("aggregated", frozenset(_AGGREGATED_ARGS)))
+                      if a.get("aggregated") is not None else None)
+        supported = tuple(str(x) for x in a.sequence("supportedResources"))
+        return cls(filter_expired, expiration, schedule_when_expired, weights or {}, dominant, thresholds or
+                   dict(DEFAULT_USAGE_THRESHOLDS), prod_thresholds, include_sys, according_prod, estimator, scaling,
+                   after_scheduled, after_initialized, allow_customize, aggregated, supported)
 
 
 def _condition_time(pod: Pod, kind: str) -> float | None:
@@ -150,50 +240,19 @@ class _Table:
 
 class LoadAwareScheduling(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlugin):
     name = NAME
+    Args = LoadAwareSchedulingArgs
+    args: LoadAwareSchedulingArgs
 
-    def __init__(self, args: dict[str, Any] | None, handle: Handle) -> None:
+    def __init__(self, args: LoadAwareSchedulingArgs, handle: Handle) -> None:
         super().__init__(args, handle)
-        a = self.args
-        check_known(a, _ARGS)
-        self.filter_expired = get_bool(a, "filterExpiredNodeMetrics", True)
-        self.expiration = get_int(a, "nodeMetricExpirationSeconds", DEFAULT_EXPIRATION_SECONDS)
-        if self.expiration is not None and self.expiration <= 0:
-            raise InputError("nodeMetricExpiredSeconds should be a positive value", field="nodeMetricExpirationSeconds")
-        self.schedule_when_expired = get_bool(a, "enableScheduleWhenNodeMetricsExpired", False)
-        self.dominant_weight = get_int(a, "dominantResourceWeight", 0, lo=0, hi=100) or 0
-        weights = _int_map(a, "resourceWeights", 1, 100, "resource Weight of {name} should be a positive value "
-                                                        "no more than 100, got {value}")
-        if not weights and self.dominant_weight == 0:
-            weights = dict(DEFAULT_RESOURCE_WEIGHTS)
-        self.resource_weights = weights or {}
-        thresholds = _int_map(a, "usageThresholds", 0, 100, "resource Threshold of {name} should be from 0 to 100, "
-                                                         "got {value}")
-        self.usage_thresholds = thresholds or dict(DEFAULT_USAGE_THRESHOLDS)
-        self.prod_usage_thresholds = _int_map(a, "prodUsageThresholds") or {}
-        self.prod_usage_include_sys = get_bool(a, "prodUsageIncludeSys", False)
-        self.score_according_prod = get_bool(a, "scoreAccordingProdUsage", False)
-        estimator = get_str(a, "estimator", "") or ""
-        if estimator not in ("", "defaultEstimator"):
-            raise InputError(f"unknown estimator {estimator!r}; kubesched has defaultEstimator", field="estimator")
-        factors = _int_map(a, "estimatedScalingFactors", 1, 100, "estimated resource ScalingFactor of {name} should "
-                                                                  "be from 1 to 100, got {value}")
-        self.scaling_factors = dict(DEFAULT_SCALING_FACTORS) if factors is None else {**DEFAULT_SCALING_FACTORS, **factors}
-        for r in self.resource_weights:
-            if r not in self.scaling_factors:
-                raise InputError(f"Not found: {r!r}", field="estimatedScalingFactors")
-        self.after_scheduled = get_int(a, "estimatedSecondsAfterPodScheduled", None)
-        self.after_initialized = get_int(a, "estimatedSecondsAfterInitialized", None)
-        self.allow_customize = get_bool(a, "allowCustomizeEstimation", False)
-        self.aggregated = self._parse_aggregated(get_dict(a, "aggregated"))
-        supported = [str(x) for x in get_list(a, "supportedResources")]
-        names = {"cpu", "memory", *self.usage_thresholds, *self.prod_usage_thresholds, *self.resource_weights,
-                 *self.scaling_factors, *supported}
-        if self.aggregated is not None:
-            names |= set(self.aggregated["usageThresholds"])
+        names = {"cpu", "memory", *args.usage_thresholds, *args.prod_usage_thresholds, *args.resource_weights,
+                 *args.estimated_scaling_factors, *args.supported_resources}
+        if args.aggregated is not None:
+            names |= set(args.aggregated.usage_thresholds)
         self.resources = sorted(names)  # ResourceVectorizer: sorted names
         self.index = {r: i for i, r in enumerate(self.resources)}
-        weights_vec = self.vec(self.resource_weights)
-        self.score_weights = None if (self.dominant_weight == 0 and not weights_vec.any()) else weights_vec
+        weights_vec = self.vec(args.resource_weights)
+        self.score_weights = None if (args.dominant_resource_weight == 0 and not weights_vec.any()) else weights_vec
         # The cache of pods assigned to nodes (podAssignCache), kept current by the cluster's events.
         self.assigned: dict[str, dict[str, AssignInfo]] = {}
         self._where: dict[str, str] = {}
@@ -212,43 +271,12 @@ class LoadAwareScheduling(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlu
                 self.assign(pod.node_name, pod)
         handle.cluster.subscribe(self._on_event, index=True)
 
-    @classmethod
-    def default_args(cls) -> dict[str, Any]:
-        return {"filterExpiredNodeMetrics": True, "nodeMetricExpirationSeconds": DEFAULT_EXPIRATION_SECONDS,
-                "enableScheduleWhenNodeMetricsExpired": False, "resourceWeights": dict(DEFAULT_RESOURCE_WEIGHTS),
-                "usageThresholds": dict(DEFAULT_USAGE_THRESHOLDS),
-                "estimatedScalingFactors": dict(DEFAULT_SCALING_FACTORS)}
-
     def events_to_register(self) -> list[ClusterEvent]:
         return [ClusterEvent("Pod", ("delete",)), ClusterEvent("NodeMetric", ("add", "update", "delete"))]
 
-    def _parse_aggregated(self, raw: dict[str, Any] | None) -> dict[str, Any] | None:
-        if raw is None:
-            return None
-        check_known(raw, {"usageThresholds", "usageAggregationType", "usageAggregatedDuration",
-                          "scoreAggregationType", "scoreAggregatedDuration"})
-        out: dict[str, Any] = {"usageThresholds": {}}
-        try:
-            out["usageThresholds"] = _int_map(raw, "usageThresholds", 0, 100, "resource Threshold of {name} should "
-                                                                             "be from 0 to 100, got {value}") or {}
-            for key in ("usageAggregationType", "scoreAggregationType"):
-                t = get_str(raw, key, "") or ""
-                if t and t not in AGGREGATION_TYPES:
-                    raise InputError(f"Unsupported value: {t!r}: supported values: {', '.join(AGGREGATION_TYPES)}",
-                                     field=key)
-                out[key] = t
-            for key in ("usageAggregatedDuration", "scoreAggregatedDuration"):
-                d = parse_duration(raw.get(key, 0) or 0, key)
-                if d < 0:
-                    raise InputError("duration must be >= 0", field=key)
-                out[key] = d
-        except InputError as e:
-            raise e.located(field_prefix="aggregated") from None
-        return out
-
     # ------------------------------------------------------------ vectors
 
-    def vec(self, values: dict[str, int]) -> np.ndarray:
+    def vec(self, values: Mapping[str, int]) -> np.ndarray:
         """ResourceVectorizer.ToFactorVec (names outside the vectorizer are dropped)."""
         out = np.zeros(len(self.resources), dtype=np.int64)
         for r, v in values.items():
@@ -270,12 +298,12 @@ class LoadAwareScheduling(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlu
     def estimate_pod(self, pod: Pod) -> dict[str, int]:
         """DefaultEstimator.EstimatePod."""
         factors: dict[str, int] | None = None
-        if self.allow_customize:
+        if self.args.allow_customize_estimation:
             factors = koord.custom_scaling_factors(pod)
         if not factors:
-            factors = dict(self.scaling_factors)
+            factors = dict(self.args.estimated_scaling_factors)
         else:
-            factors = {**self.scaling_factors, **factors}
+            factors = {**self.args.estimated_scaling_factors, **factors}
         requests, limits = pod_requests(pod), pod_limits(pod)
         priority = koord.priority_class(pod)
         out = {}
@@ -309,13 +337,13 @@ class LoadAwareScheduling(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlu
     def _deadline(self, pod: Pod, timestamp: float) -> float | None:
         """shouldEstimatePodDeadline."""
         after_scheduled = after_initialized = -1
-        if self.allow_customize:
+        if self.args.allow_customize_estimation:
             after_scheduled = koord.custom_seconds(pod, koord.ANNOTATION_SECONDS_AFTER_SCHEDULED)
             after_initialized = koord.custom_seconds(pod, koord.ANNOTATION_SECONDS_AFTER_INITIALIZED)
-        if self.after_scheduled is not None and after_scheduled < 0:
-            after_scheduled = self.after_scheduled
-        if self.after_initialized is not None and after_initialized < 0:
-            after_initialized = self.after_initialized
+        if self.args.estimated_seconds_after_pod_scheduled is not None and after_scheduled < 0:
+            after_scheduled = self.args.estimated_seconds_after_pod_scheduled
+        if self.args.estimated_seconds_after_initialized is not None and after_initialized < 0:
+            after_initialized = self.args.estimated_seconds_after_initialized
         if after_initialized > 0:
             t = _condition_time(pod, "Initialized")
             if t is not None:
@@ -388,15 +416,11 @@ class LoadAwareScheduling(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlu
             if isinstance(given, Metrics):
                 self._use(given)
             else:
-                from kubesched.metrics.kubernetes_metrics import snapshot_metrics
-
                 self._use(snapshot_metrics(self.handle.services.snapshot))
         return self._reading
 
     def _use(self, m: Metrics | None) -> None:
         if m is not None:
-            from kubesched.metrics.kubernetes_metrics import attach_nodes
-
             attach_nodes(m, {p.key: p.node_name for p in self.handle.cluster.pods.values() if p.node_name})
         self._reading = m
         self._reading_version += 1
@@ -448,7 +472,7 @@ class LoadAwareScheduling(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlu
                 if cls == koord.PRIORITY_PROD:
                     prod_keys.add(p.key)
             st.prod_usage = np.zeros(len(self.resources), dtype=np.int64)
-            if self.prod_usage_include_sys:
+            if self.args.prod_usage_include_sys:
                 if usage.system_usage is not None:
                     system = usage.system_usage
                 else:
@@ -502,7 +526,7 @@ class LoadAwareScheduling(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlu
     def _expired(self, st: NodeState) -> bool:
         if st.update_time is None:
             return True
-        exp = self.expiration or 0
+        exp = self.args.node_metric_expiration_seconds or 0
         return exp > 0 and self._now() - st.update_time >= exp
 
     def estimated_existing(self, st: NodeState, prod: bool, agg_type: str, agg_duration: float) -> np.ndarray:
@@ -544,13 +568,13 @@ class LoadAwareScheduling(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlu
         return cached[1]  # type: ignore[no-any-return]
 
     def _make_filter_profile(self, node: Node) -> tuple[np.ndarray | None, np.ndarray | None, dict[str, Any] | None]:
-        base_usage = self.vec(self.usage_thresholds) if self.usage_thresholds else None
-        base_prod = self.vec(self.prod_usage_thresholds) if self.prod_usage_thresholds else None
+        base_usage = self.vec(self.args.usage_thresholds) if self.args.usage_thresholds else None
+        base_prod = self.vec(self.args.prod_usage_thresholds) if self.args.prod_usage_thresholds else None
         base_agg = None
-        if self.aggregated is not None and self.aggregated["usageThresholds"] and self.aggregated["usageAggregationType"]:
-            base_agg = {"thresholds": self.vec(self.aggregated["usageThresholds"]),
-                        "type": self.aggregated["usageAggregationType"],
-                        "duration": self.aggregated["usageAggregatedDuration"]}
+        aggregated = self.args.aggregated
+        if aggregated is not None and aggregated.usage_thresholds and aggregated.usage_aggregation_type:
+            base_agg = {"thresholds": self.vec(aggregated.usage_thresholds), "type": aggregated.usage_aggregation_type,
+                        "duration": aggregated.usage_aggregated_duration}
         custom = koord.custom_usage_thresholds(node)
         if custom is None:
             return base_usage, base_prod, base_agg
@@ -565,7 +589,8 @@ class LoadAwareScheduling(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlu
             out_agg = base_agg
         else:
             try:
-                duration = parse_duration(agg.get("usageAggregatedDuration") or 0, "usageAggregatedDuration")
+                duration = read_duration_seconds(agg.get("usageAggregatedDuration") or 0, "usageAggregatedDuration",
+                                                 numbers=True)
                 thresholds = {str(k): int(v) for k, v in agg["usageThresholds"].items()}
             except (InputError, TypeError, ValueError):
                 return base_usage, base_prod, base_agg
@@ -592,8 +617,8 @@ class LoadAwareScheduling(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlu
         st = self.node_state(node)
         if not st.found:
             return Status()
-        if self.filter_expired and self.expiration and self._expired(st):
-            if not self.schedule_when_expired:
+        if self.args.filter_expired_node_metrics and self.args.node_metric_expiration_seconds and self._expired(st):
+            if not self.args.enable_schedule_when_node_metrics_expired:
                 return unschedulable(REASON_EXPIRED)
             return Status()
         if not st.has_usage:
@@ -654,7 +679,7 @@ class LoadAwareScheduling(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlu
         return self._static[1], self._static[2]
 
     def _expired_rows(self, update: np.ndarray) -> np.ndarray:
-        exp = self.expiration or 0
+        exp = self.args.node_metric_expiration_seconds or 0
         unknown = np.isnan(update)
         if exp <= 0:
             return unknown
@@ -672,16 +697,16 @@ class LoadAwareScheduling(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlu
         plain = ~custom[rows]
         if not plain.any():
             return ok
-        usage_t = self.vec(self.usage_thresholds) if self.usage_thresholds else None
-        prod_t = self.vec(self.prod_usage_thresholds) if self.prod_usage_thresholds else None
-        agg = self.aggregated
+        usage_t = self.vec(self.args.usage_thresholds) if self.args.usage_thresholds else None
+        prod_t = self.vec(self.args.prod_usage_thresholds) if self.args.prod_usage_thresholds else None
+        agg = self.args.aggregated
         prod_pod = prod_t is not None and bool(prod_t.any()) and koord.priority_class(pod) == koord.PRIORITY_PROD
         variant: tuple[bool, str, float] = (prod_pod, "", 0.0)
         if prod_pod:
             thresholds = prod_t
-        elif agg is not None and agg["usageThresholds"] and agg["usageAggregationType"]:
-            thresholds = self.vec(agg["usageThresholds"])
-            variant = (False, agg["usageAggregationType"], agg["usageAggregatedDuration"])
+        elif agg is not None and agg.usage_thresholds and agg.usage_aggregation_type:
+            thresholds = self.vec(agg.usage_thresholds)
+            variant = (False, agg.usage_aggregation_type, agg.usage_aggregated_duration)
         else:
             thresholds = usage_t
         if thresholds is None or not thresholds.any():
@@ -690,9 +715,11 @@ class LoadAwareScheduling(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlu
         sel = rows[plain]
         found = t.found[sel]
         verdict = np.ones(len(sel), dtype=bool)
-        expired = found & self._expired_rows(t.update[sel]) if (self.filter_expired and self.expiration) else \
-            np.zeros(len(sel), dtype=bool)
-        if not self.schedule_when_expired:
+        if self.args.filter_expired_node_metrics and self.args.node_metric_expiration_seconds:
+            expired = found & self._expired_rows(t.update[sel])
+        else:
+            expired = np.zeros(len(sel), dtype=bool)
+        if not self.args.enable_schedule_when_node_metrics_expired:
             verdict &= ~expired
         check = found & ~expired & t.has_usage[sel]
         a = alloc[sel]
@@ -710,14 +737,15 @@ class LoadAwareScheduling(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlu
         if self.score_weights is None:
             return 0, Status()
         node = node_info.node
-        prod_pod = self.score_according_prod and koord.priority_class(pod) == koord.PRIORITY_PROD
+        prod_pod = self.args.score_according_prod_usage and koord.priority_class(pod) == koord.PRIORITY_PROD
         agg_type, agg_duration = "", 0.0
-        if self.aggregated is not None and not prod_pod and self.aggregated["scoreAggregationType"]:
-            agg_type, agg_duration = self.aggregated["scoreAggregationType"], self.aggregated["scoreAggregatedDuration"]
+        aggregated = self.args.aggregated
+        if aggregated is not None and not prod_pod and aggregated.score_aggregation_type:
+            agg_type, agg_duration = aggregated.score_aggregation_type, aggregated.score_aggregated_duration
         st = self.node_state(node)
         if not st.found:
             return 0, Status()
-        if self.expiration and self._expired(st):
+        if self.args.node_metric_expiration_seconds and self._expired(st):
             return 0, Status()
         if not st.has_usage:
             return 0, Status()
@@ -733,10 +761,10 @@ class LoadAwareScheduling(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlu
         weights = self.score_weights
         node_score = (least * weights).sum(axis=1)
         weight_sum = int(weights.sum())
-        if self.dominant_weight:
+        if self.args.dominant_resource_weight:
             dominant = np.minimum(least.min(axis=1, initial=MAX_NODE_SCORE), MAX_NODE_SCORE)
-            node_score = node_score + dominant * self.dominant_weight
-            weight_sum += self.dominant_weight
+            node_score = node_score + dominant * self.args.dominant_resource_weight
+            weight_sum += self.args.dominant_resource_weight
         if weight_sum <= 0:
             return np.zeros(len(used), dtype=np.int64)
         return go_div_array(node_score, weight_sum).astype(np.int64)
@@ -744,14 +772,15 @@ class LoadAwareScheduling(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlu
     def score_nodes(self, state: CycleState, pod: Pod, cluster: ClusterState, rows: np.ndarray) -> np.ndarray:
         if self.score_weights is None:
             return np.zeros(len(rows), dtype=np.int64)
-        prod_pod = self.score_according_prod and koord.priority_class(pod) == koord.PRIORITY_PROD
+        prod_pod = self.args.score_according_prod_usage and koord.priority_class(pod) == koord.PRIORITY_PROD
         agg_type, agg_duration = "", 0.0
-        if self.aggregated is not None and not prod_pod and self.aggregated["scoreAggregationType"]:
-            agg_type, agg_duration = self.aggregated["scoreAggregationType"], self.aggregated["scoreAggregatedDuration"]
+        aggregated = self.args.aggregated
+        if aggregated is not None and not prod_pod and aggregated.score_aggregation_type:
+            agg_type, agg_duration = aggregated.score_aggregation_type, aggregated.score_aggregated_duration
         t = self._table(cluster, prod_pod, agg_type, agg_duration)
         alloc, _custom = self._static_rows(cluster)
         ok = t.found[rows] & t.has_usage[rows]
-        if self.expiration:
+        if self.args.node_metric_expiration_seconds:
             ok = ok & ~self._expired_rows(t.update[rows])
         used = t.estimated[rows] + self._incoming(state, pod)
         return np.where(ok, self.scorer(used, alloc[rows]), 0).astype(np.int64)

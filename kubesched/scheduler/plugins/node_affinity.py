@@ -10,11 +10,14 @@ memoised per pod shape.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from collections.abc import Hashable, Mapping
 from typing import Any
 
 import numpy as np
 
+from kubesched.api import fields
 from kubesched.api.objects import Pod, PreferredSchedulingTerm
 from kubesched.api.selectors import (
     NODE_OPS,
@@ -27,6 +30,7 @@ from kubesched.api.selectors import (
     parse_node_selector_term,
 )
 from kubesched.cluster.state import ClusterState, NodeInfo
+from kubesched.config.plugin_args import PluginArgs
 from kubesched.errors import InputError
 from kubesched.scheduler.framework import (
     ClusterEvent,
@@ -42,7 +46,6 @@ from kubesched.scheduler.framework import (
     skip,
     unresolvable,
 )
-from kubesched.scheduler.plugins.args import check_known, get_dict
 from kubesched.scheduler.plugins.helper import default_normalize_score, node_static_mask, pod_cache_key
 
 ERR_REASON_POD = "node(s) didn't match Pod's node affinity/selector"
@@ -162,6 +165,34 @@ def parse_added_affinity(raw: Any, field: str = "addedAffinity"
     return required, preferred
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class AddedAffinity:
+    """NodeAffinityArgs.addedAffinity parsed: the enforced selector and the preferred terms (None when unset)."""
+
+    required: NodeSelector | None = None
+    preferred: tuple[PreferredSchedulingTerm, ...] | None = None
+    raw: Mapping[str, Any] = dataclasses.field(default_factory=dict, compare=False, repr=False)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class NodeAffinityArgs(PluginArgs):
+    """NodeAffinityArgs: addedAffinity, validated as nodeaffinity.NewNodeSelector would."""
+
+    added_affinity: AddedAffinity | None = None
+
+    @classmethod
+    def from_raw(cls, raw: Mapping[str, Any] | None, field: str = "") -> NodeAffinityArgs:
+        a = fields.Fields(raw, field, allowed={"addedAffinity"})
+        added = a.get("addedAffinity")
+        if added is None:
+            return cls()
+        required, preferred = parse_added_affinity(added, a.path("addedAffinity"))
+        return cls(AddedAffinity(required, preferred, copy.deepcopy(added)))
+
+    def to_raw(self) -> dict[str, Any]:
+        return {} if self.added_affinity is None else {"addedAffinity": copy.deepcopy(dict(self.added_affinity.raw))}
+
+
 # ---------------------------------------------------------------- matching
 
 
@@ -222,16 +253,15 @@ def _term_node_names(terms: tuple[NodeSelectorTerm, ...]) -> set[str] | None:
 
 class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     name = "NodeAffinity"
+    Args = NodeAffinityArgs
+    args: NodeAffinityArgs
 
-    def __init__(self, args: dict[str, Any] | None, handle: Any) -> None:
+    def __init__(self, args: NodeAffinityArgs, handle: Any) -> None:
         super().__init__(args, handle)
-        check_known(self.args, {"addedAffinity"})
-        self.added_node_selector, self.added_pref_terms = parse_added_affinity(get_dict(self.args, "addedAffinity"))
+        added = args.added_affinity
+        self.added_node_selector = added.required if added is not None else None
+        self.added_pref_terms = added.preferred if added is not None else None
         self._cache = ShapeCache(limit=1024)  # int64 vectors over all nodes: bound the memory
-
-    @classmethod
-    def default_args(cls) -> dict[str, Any]:
-        return {}
 
     def events_to_register(self) -> list[ClusterEvent]:
         return [ClusterEvent("Node", ("add", "update"))]

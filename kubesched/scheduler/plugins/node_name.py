@@ -8,8 +8,9 @@ import numpy as np
 
 from kubesched.api.objects import Pod
 from kubesched.cluster.state import ClusterState, NodeInfo
+from kubesched.config.plugin_args import no_args
 from kubesched.scheduler.framework import ClusterEvent, CycleState, FilterPlugin, ShapeCache, Status, unresolvable
-from kubesched.scheduler.plugins.helper import no_args, node_static_mask
+from kubesched.scheduler.plugins.helper import node_static_mask
 
 ERR_REASON = "node(s) didn't match the requested node name"
 
@@ -20,10 +21,10 @@ def fits(pod: Pod, node_info: NodeInfo) -> bool:
 
 class NodeName(FilterPlugin):
     name = "NodeName"
+    Args = no_args("NodeName")
 
-    def __init__(self, args: dict[str, Any] | None, handle: Any) -> None:
+    def __init__(self, args: Any, handle: Any) -> None:
         super().__init__(args, handle)
-        no_args(self.name, args)
         self._masks = ShapeCache()
 
     def events_to_register(self) -> list[ClusterEvent]:

@@ -13,6 +13,7 @@ import numpy as np
 
 from kubesched.api.objects import Pod
 from kubesched.cluster.state import ClusterState, NodeInfo, host_ports_of
+from kubesched.config.plugin_args import no_args
 from kubesched.scheduler.framework import (
     ClusterEvent,
     Code,
@@ -23,7 +24,6 @@ from kubesched.scheduler.framework import (
     Status,
     skip,
 )
-from kubesched.scheduler.plugins.helper import no_args
 
 PRE_FILTER_KEY = "PreFilterNodePorts"
 ERR_REASON = "node(s) didn't have free ports for the requested pod ports"
@@ -52,10 +52,10 @@ def fits_ports(wanted: tuple[HostPort, ...], node_info: NodeInfo) -> bool:
 
 class NodePorts(PreFilterPlugin, FilterPlugin):
     name = "NodePorts"
+    Args = no_args("NodePorts")
 
-    def __init__(self, args: dict[str, Any] | None, handle: Any) -> None:
+    def __init__(self, args: Any, handle: Any) -> None:
         super().__init__(args, handle)
-        no_args(self.name, args)
 
     def events_to_register(self) -> list[ClusterEvent]:
         return [ClusterEvent("Pod", ("delete",)), ClusterEvent("Node", ("add", "update"))]

@@ -8,13 +8,17 @@ MostAllocated or RequestedToCapacityRatio over the configured resources and weig
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from kubesched.api import fields
 from kubesched.api.objects import Pod
 from kubesched.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_extended_resource, scheduler_request
 from kubesched.cluster.state import ClusterState, NodeInfo
+from kubesched.config.plugin_args import PluginArgs
 from kubesched.errors import InputError
 from kubesched.scheduler.framework import (
     ClusterEvent,
@@ -28,66 +32,110 @@ from kubesched.scheduler.framework import (
     Status,
 )
 from kubesched.scheduler.plugins import resource_allocation as ra
-from kubesched.scheduler.plugins.args import check_known, get_dict, get_list, resource_specs
 
-DEFAULT_RESOURCES = [(CPU, 1), (MEMORY, 1)]
-STRATEGIES = ("LeastAllocated", "MostAllocated", "RequestedToCapacityRatio")
+LEAST_ALLOCATED = "LeastAllocated"
+MOST_ALLOCATED = "MostAllocated"
+REQUESTED_TO_CAPACITY_RATIO = "RequestedToCapacityRatio"
+STRATEGIES = (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO)
 PRE_FILTER_KEY = "PreFilterNodeResourcesFit"
 PRE_SCORE_KEY = "PreScoreNodeResourcesFit"
 
 
-class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
-    name = "NodeResourcesFit"
+# ---------------------------------------------------------------- args (NodeResourcesFitArgs)
 
-    def __init__(self, args: dict[str, Any] | None, handle: Any) -> None:
-        super().__init__(args, handle)
-        a = self.args
-        check_known(a, {"ignoredResources", "ignoredResourceGroups", "scoringStrategy"})
-        self.ignored_resources = {str(x) for x in get_list(a, "ignoredResources")}
-        self.ignored_groups = {str(x) for x in get_list(a, "ignoredResourceGroups")}
-        for g in self.ignored_groups:
-            if "/" in g:
-                raise InputError(f"resource group name {g!r} cannot contain '/'", field="ignoredResourceGroups")
-        strategy = get_dict(a, "scoringStrategy") or {}
-        check_known(strategy, {"type", "resources", "requestedToCapacityRatio"})
-        self.strategy = strategy.get("type") or "LeastAllocated"
-        self._row_cache = ra.RowCache()
-        if self.strategy not in STRATEGIES:
-            raise InputError(f"Unsupported value: {self.strategy!r}: supported values: {', '.join(STRATEGIES)}",
-                             field="scoringStrategy.type")
-        specs = resource_specs(get_list(strategy, "resources"), "scoringStrategy.resources", DEFAULT_RESOURCES)
-        self.resources = [n for n, _ in specs]
-        self.weights = np.array([w for _, w in specs], dtype=np.int64)
-        self.shape: list[tuple[int, int]] = []
-        if self.strategy == "RequestedToCapacityRatio":
-            rtcr = strategy.get("requestedToCapacityRatio") or {}
-            if not isinstance(rtcr, dict):
-                raise InputError("expected an object with shape", field="scoringStrategy.requestedToCapacityRatio")
-            shape = rtcr.get("shape") or []
-            if not isinstance(shape, list) or not shape:
-                raise InputError("at least one point must be specified",
-                                 field="scoringStrategy.requestedToCapacityRatio.shape")
-            prev = -1
-            for i, pt in enumerate(shape):
-                f = f"scoringStrategy.requestedToCapacityRatio.shape[{i}]"
-                if not isinstance(pt, dict):
-                    raise InputError("expected {utilization, score}", field=f)
-                u, s = pt.get("utilization", 0), pt.get("score", 0)
-                if not isinstance(u, int) or not 0 <= u <= 100:
-                    raise InputError(f"expected utilization from 0 to 100, got {u!r}", field=f"{f}.utilization")
-                if u <= prev:
-                    raise InputError("utilization values must be sorted in increasing order",
-                                     field=f"{f}.utilization")
-                if not isinstance(s, int) or not 0 <= s <= 10:
-                    raise InputError(f"expected score from 0 to 10, got {s!r}", field=f"{f}.score")
-                prev = u
-                # MaxCustomPriorityScore is 10: shape scores scale to the scheduler's 0..100.
-                self.shape.append((u, s * 10))
+
+@dataclass(frozen=True, slots=True)
+class UtilizationShapePoint:
+    """A point of RequestedToCapacityRatio's shape: utilization 0..100 and score 0..10."""
+
+    utilization: int
+    score: int
+
+
+@dataclass(frozen=True, slots=True)
+class RequestedToCapacityRatioParam:
+    shape: tuple[UtilizationShapePoint, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ScoringStrategy:
+    """config.ScoringStrategy; v1 defaulting gives LeastAllocated over cpu and memory, weight 1 each."""
+
+    type: str = LEAST_ALLOCATED
+    resources: tuple[ra.ResourceSpec, ...] = ra.DEFAULT_RESOURCE_SPECS
+    requested_to_capacity_ratio: RequestedToCapacityRatioParam | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NodeResourcesFitArgs(PluginArgs):
+    """NodeResourcesFitArgs, with ValidateNodeResourcesFitArgs' checks."""
+
+    ignored_resources: tuple[str, ...] = ()
+    ignored_resource_groups: tuple[str, ...] = ()
+    scoring_strategy: ScoringStrategy = ScoringStrategy()
 
     @classmethod
-    def default_args(cls) -> dict[str, Any]:
-        return {"scoringStrategy": {"type": "LeastAllocated",
-                                    "resources": [{"name": n, "weight": w} for n, w in DEFAULT_RESOURCES]}}
+    def from_raw(cls, raw: Mapping[str, Any] | None, field: str = "") -> NodeResourcesFitArgs:
+        a = fields.Fields(raw, field, allowed={"ignoredResources", "ignoredResourceGroups", "scoringStrategy"})
+        ignored = tuple(a.strings("ignoredResources", what="a list"))
+        groups = tuple(a.strings("ignoredResourceGroups", what="a list"))
+        for g in groups:
+            if "/" in g:
+                raise a.error("ignoredResourceGroups", f"resource group name {g!r} cannot contain '/'")
+        st = a.object("scoringStrategy", {"type", "resources", "requestedToCapacityRatio"})
+        kind = st.get("type") or LEAST_ALLOCATED
+        if kind not in STRATEGIES:
+            raise st.error("type", f"Unsupported value: {kind!r}: supported values: {', '.join(STRATEGIES)}")
+        resources = ra.resource_specs(st.get("resources"), st.path("resources"))
+        ratio = None
+        if kind == REQUESTED_TO_CAPACITY_RATIO:
+            ratio = _requested_to_capacity_ratio(st.get("requestedToCapacityRatio"), st.path("requestedToCapacityRatio"))
+        return cls(ignored, groups, ScoringStrategy(kind, resources, ratio))
+
+
+def _requested_to_capacity_ratio(raw: Any, field: str) -> RequestedToCapacityRatioParam:
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise InputError("expected an object with shape", field=field)
+    shape = raw.get("shape") or []
+    if not isinstance(shape, list) or not shape:
+        raise InputError("at least one point must be specified", field=fields.join(field, "shape"))
+    points: list[UtilizationShapePoint] = []
+    prev = -1
+    for i, pt in enumerate(shape):
+        f = fields.join(fields.join(field, "shape"), i)
+        if not isinstance(pt, dict):
+            raise InputError("expected {utilization, score}", field=f)
+        u, s = pt.get("utilization", 0), pt.get("score", 0)
+        if not isinstance(u, int) or not 0 <= u <= 100:
+            raise InputError(f"expected utilization from 0 to 100, got {u!r}", field=f"{f}.utilization")
+        if u <= prev:
+            raise InputError("utilization values must be sorted in increasing order", field=f"{f}.utilization")
+        if not isinstance(s, int) or not 0 <= s <= 10:
+            raise InputError(f"expected score from 0 to 10, got {s!r}", field=f"{f}.score")
+        prev = u
+        points.append(UtilizationShapePoint(u, s))
+    return RequestedToCapacityRatioParam(tuple(points))
+
+
+class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
+    name = "NodeResourcesFit"
+    Args = NodeResourcesFitArgs
+    args: NodeResourcesFitArgs
+
+    def __init__(self, args: NodeResourcesFitArgs, handle: Any) -> None:
+        super().__init__(args, handle)
+        self.ignored_resources = set(args.ignored_resources)
+        self.ignored_groups = set(args.ignored_resource_groups)
+        strategy = args.scoring_strategy
+        self.strategy = strategy.type
+        self._row_cache = ra.RowCache()
+        self.resources = [r.name for r in strategy.resources]
+        self.weights = np.array([r.weight for r in strategy.resources], dtype=np.int64)
+        # MaxCustomPriorityScore is 10: shape scores scale to the scheduler's 0..100.
+        ratio = strategy.requested_to_capacity_ratio
+        self.shape: list[tuple[int, int]] = [(p.utilization, p.score * 10) for p in ratio.shape] if ratio else []
 
     def events_to_register(self) -> list[ClusterEvent]:
         return [ClusterEvent("Pod", ("delete", "update")), ClusterEvent("Node", ("add", "update"))]
@@ -157,9 +205,9 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         return Status()
 
     def _scorer(self, requested: np.ndarray, alloc: np.ndarray) -> np.ndarray:
-        if self.strategy == "LeastAllocated":
+        if self.strategy == LEAST_ALLOCATED:
             return ra.least_allocated(requested, alloc, self.weights)
-        if self.strategy == "MostAllocated":
+        if self.strategy == MOST_ALLOCATED:
             return ra.most_allocated(requested, alloc, self.weights)
         return ra.requested_to_capacity_ratio(requested, alloc, self.weights, self.shape)
 
@@ -173,7 +221,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
 
     def score_nodes(self, state: CycleState, pod: Pod, cluster: ClusterState, rows: np.ndarray) -> np.ndarray:
         pod_req = self._pod_req(state, pod)
-        if self.strategy == "LeastAllocated" and ra.plain_columns_apply(cluster, self.resources):
+        if self.strategy == LEAST_ALLOCATED and ra.plain_columns_apply(cluster, self.resources):
             t = cluster.table
 
             def full() -> np.ndarray:

@@ -12,8 +12,9 @@ import numpy as np
 
 from kubesched.api.objects import Pod, Taint, tolerations_tolerate_taint
 from kubesched.cluster.state import ClusterState, NodeInfo
+from kubesched.config.plugin_args import no_args
 from kubesched.scheduler.framework import ClusterEvent, CycleState, FilterPlugin, ShapeCache, Status, unresolvable
-from kubesched.scheduler.plugins.helper import no_args, node_static_mask, pod_cache_key
+from kubesched.scheduler.plugins.helper import node_static_mask, pod_cache_key
 
 TAINT_NODE_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
 ERR_REASON_UNKNOWN_CONDITION = "node(s) had unknown conditions"
@@ -29,10 +30,10 @@ def tolerates_unschedulable(pod: Pod) -> bool:
 
 class NodeUnschedulable(FilterPlugin):
     name = "NodeUnschedulable"
+    Args = no_args("NodeUnschedulable")
 
-    def __init__(self, args: dict[str, Any] | None, handle: Any) -> None:
+    def __init__(self, args: Any, handle: Any) -> None:
         super().__init__(args, handle)
-        no_args(self.name, args)
         self._masks = ShapeCache()
 
     def events_to_register(self) -> list[ClusterEvent]:

@@ -18,6 +18,7 @@ import numpy as np
 
 from kubesched.api.objects import Pod
 from kubesched.cluster.state import ClusterState, NodeInfo
+from kubesched.config.plugin_args import no_args
 from kubesched.scheduler.framework import (
     ClusterEvent,
     Code,
@@ -29,7 +30,6 @@ from kubesched.scheduler.framework import (
     skip,
     unresolvable,
 )
-from kubesched.scheduler.plugins.helper import no_args
 from kubesched.scheduler.plugins.volume_util import (
     ANN_MIGRATED_PLUGINS,
     StorageIndex,
@@ -118,10 +118,10 @@ class _LookupError(Exception):
 
 class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
     name = "NodeVolumeLimits"
+    Args = no_args("NodeVolumeLimits")
 
-    def __init__(self, args: dict[str, Any] | None, handle: Any) -> None:
+    def __init__(self, args: Any, handle: Any) -> None:
         super().__init__(args, handle)
-        no_args(self.name, args)
 
     def events_to_register(self) -> list[ClusterEvent]:
         return [ClusterEvent("CSINode", ("add", "update")), ClusterEvent("Pod", ("delete",)),

@@ -20,14 +20,17 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from kubesched.api import fields
 from kubesched.api.objects import Pod, TopologySpreadConstraint
 from kubesched.api.selectors import NOTHING, LabelSelector, Requirement
 from kubesched.cluster.state import ClusterState, NodeInfo
+from kubesched.config.plugin_args import PluginArgs
 from kubesched.errors import InputError
 from kubesched.scheduler.framework import (
     MAX_NODE_SCORE,
@@ -45,7 +48,6 @@ from kubesched.scheduler.framework import (
     error,
     skip,
 )
-from kubesched.scheduler.plugins.args import check_known, get_list, get_str
 from kubesched.scheduler.plugins.gomath import go_round, go_round_array
 from kubesched.scheduler.plugins.topology_index import (
     HOSTNAME_LABEL,
@@ -161,29 +163,36 @@ class PreScoreState:
 # ---------------------------------------------------------------- the plugin
 
 
-class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, PreFilterExtensions):
-    name = "PodTopologySpread"
+@dataclass(frozen=True, slots=True)
+class PodTopologySpreadArgs(PluginArgs):
+    """PodTopologySpreadArgs (v1 default: System defaulting) with ValidatePodTopologySpreadArgs."""
 
-    def __init__(self, args: dict[str, Any] | None, handle: Any) -> None:
-        super().__init__(args, handle)
-        a = self.args
-        check_known(a, {"defaultConstraints", "defaultingType"})
-        self.defaulting_type = get_str(a, "defaultingType", SYSTEM_DEFAULTING) or SYSTEM_DEFAULTING
-        raw = get_list(a, "defaultConstraints")
-        if self.defaulting_type not in (SYSTEM_DEFAULTING, LIST_DEFAULTING):
-            raise InputError(f'Unsupported value: "{self.defaulting_type}": supported values: "List", "System"',
-                             field="defaultingType")
-        if self.defaulting_type == SYSTEM_DEFAULTING and raw:
-            raise InputError('Invalid value: "System": when .defaultConstraints are not empty', field="defaultingType")
-        self.default_constraints = tuple(_parse_default_constraints(raw))
-        self.system_defaulted = self.defaulting_type == SYSTEM_DEFAULTING
-        if self.system_defaulted:
-            self.default_constraints = SYSTEM_DEFAULT_CONSTRAINTS
-        self._node_masks = ShapeCache()
+    default_constraints: tuple[TopologySpreadConstraint, ...] = ()
+    defaulting_type: str = SYSTEM_DEFAULTING
 
     @classmethod
-    def default_args(cls) -> dict[str, Any]:
-        return {"defaultingType": SYSTEM_DEFAULTING}
+    def from_raw(cls, raw: Mapping[str, Any] | None, field: str = "") -> PodTopologySpreadArgs:
+        a = fields.Fields(raw, field, allowed={"defaultConstraints", "defaultingType"})
+        defaulting = a.string("defaultingType") or SYSTEM_DEFAULTING
+        constraints = a.sequence("defaultConstraints")
+        if defaulting not in (SYSTEM_DEFAULTING, LIST_DEFAULTING):
+            raise a.error("defaultingType", f'Unsupported value: "{defaulting}": supported values: "List", "System"')
+        if defaulting == SYSTEM_DEFAULTING and constraints:
+            raise a.error("defaultingType", 'Invalid value: "System": when .defaultConstraints are not empty')
+        return cls(tuple(_parse_default_constraints(constraints, a.path("defaultConstraints"))), defaulting)
+
+
+class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, PreFilterExtensions):
+    name = "PodTopologySpread"
+    Args = PodTopologySpreadArgs
+    args: PodTopologySpreadArgs
+
+    def __init__(self, args: PodTopologySpreadArgs, handle: Any) -> None:
+        super().__init__(args, handle)
+        self.system_defaulted = args.defaulting_type == SYSTEM_DEFAULTING
+        # System defaulting uses the built-in constraints (buildDefaultConstraints).
+        self.default_constraints = SYSTEM_DEFAULT_CONSTRAINTS if self.system_defaulted else args.default_constraints
+        self._node_masks = ShapeCache()
 
     def events_to_register(self) -> list[ClusterEvent]:
         return [ClusterEvent("Pod", ("add", "update", "delete")), ClusterEvent("Node", ("add", "update", "delete"))]
@@ -493,12 +502,12 @@ def _valid_label_name(key: str) -> str | None:
     return None
 
 
-def _parse_default_constraints(raw: list[Any]) -> list[TopologySpreadConstraint]:
+def _parse_default_constraints(raw: list[Any], field: str) -> list[TopologySpreadConstraint]:
     """ValidatePodTopologySpreadArgs over defaultConstraints, then the constraints."""
     out: list[TopologySpreadConstraint] = []
     seen: set[tuple[str, str]] = set()
     for i, c in enumerate(raw):
-        f = f"defaultConstraints[{i}]"
+        f = fields.join(field, i)
         if not isinstance(c, dict):
             raise InputError("expected a topology spread constraint object", field=f)
         for k in c:

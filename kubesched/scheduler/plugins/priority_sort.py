@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubesched.config.plugin_args import no_args
 from kubesched.scheduler.framework import QueuedPodInfo, QueueSortPlugin
 
 
 class PrioritySort(QueueSortPlugin):
     name = "PrioritySort"
+    Args = no_args("PrioritySort")
 
     def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
         pa, pb = a.pod.effective_priority, b.pod.effective_priority

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
+from kubesched.api import fields
 from kubesched.api.objects import Pod
 from kubesched.api.quantity import milli_value_of, value_of
 from kubesched.api.resources import (
@@ -27,6 +29,41 @@ from kubesched.api.resources import (
     pod_requests,
 )
 from kubesched.cluster.state import ClusterState, NodeInfo, NodeTable
+from kubesched.errors import InputError
+from kubesched.scheduler.plugins.gomath import go_div_array
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceSpec:
+    """config.ResourceSpec: a resource name and its weight (1 to 100)."""
+
+    name: str
+    weight: int = 1
+
+
+DEFAULT_RESOURCE_SPECS = (ResourceSpec(CPU, 1), ResourceSpec(MEMORY, 1))
+
+
+def resource_specs(raw: Any, field: str, default: tuple[ResourceSpec, ...] = DEFAULT_RESOURCE_SPECS
+                   ) -> tuple[ResourceSpec, ...]:
+    """A list of {name, weight} (weight 0 or unset means 1; 1..100 allowed; names unique); empty gives `default`."""
+    items = fields.sequence(raw, field)
+    if not items:
+        return default
+    out: list[ResourceSpec] = []
+    seen: set[str] = set()
+    for i, r in enumerate(items):
+        f = fields.join(field, i)
+        if not isinstance(r, dict) or not isinstance(r.get("name"), str) or not r["name"]:
+            raise InputError("expected a resource with a name and a weight", field=f)
+        w = r.get("weight", 0) or 0
+        if isinstance(w, bool) or not isinstance(w, int) or w < 0 or w > 100:
+            raise InputError(f"expected a weight from 1 to 100, got {w!r}", field=f"{f}.weight")
+        if r["name"] in seen:
+            raise InputError(f"duplicate resource {r['name']!r}", field=f"{f}.name")
+        seen.add(r["name"])
+        out.append(ResourceSpec(r["name"], w or 1))
+    return tuple(out)
 
 
 def pod_request_list(pod: Pod, resources: list[str], use_requested: bool) -> np.ndarray:
@@ -126,8 +163,6 @@ def _weighted_mean_floor(per: np.ndarray, valid: np.ndarray, weights: np.ndarray
 
 def broken_linear(shape: list[tuple[int, int]], p: np.ndarray) -> np.ndarray:
     """helper.BuildBrokenLinearFunction over an array of utilisations (Go's truncating division)."""
-    from kubesched.scheduler.plugins.gomath import go_div_array
-
     out = np.full(p.shape, shape[-1][1], dtype=np.int64)
     done = np.zeros(p.shape, dtype=bool)
     for i, (u, s) in enumerate(shape):

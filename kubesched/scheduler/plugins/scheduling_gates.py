@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from kubesched.api.objects import Pod
+from kubesched.config.plugin_args import no_args
 from kubesched.scheduler.framework import ClusterEvent, Code, PreEnqueuePlugin, Status
 
 
 class SchedulingGates(PreEnqueuePlugin):
     name = "SchedulingGates"
+    Args = no_args("SchedulingGates")
 
     def pre_enqueue(self, pod: Pod) -> Status:
         if not pod.scheduling_gates:

@@ -15,6 +15,7 @@ import numpy as np
 
 from kubesched.api.objects import Pod, Taint, Toleration, find_untolerated_taint, tolerations_tolerate_taint
 from kubesched.cluster.state import ClusterState, NodeInfo
+from kubesched.config.plugin_args import no_args
 from kubesched.scheduler.framework import (
     ClusterEvent,
     CycleState,
@@ -25,7 +26,7 @@ from kubesched.scheduler.framework import (
     Status,
     unresolvable,
 )
-from kubesched.scheduler.plugins.helper import default_normalize_score, no_args, node_static_mask
+from kubesched.scheduler.plugins.helper import default_normalize_score, node_static_mask
 
 PRE_SCORE_KEY = "PreScoreTaintToleration"
 ERR_REASON_UNTOLERATED = "node(s) had untolerated taint(s)"
@@ -43,10 +44,10 @@ def count_intolerable_prefer_no_schedule(taints: tuple[Taint, ...], tolerations:
 
 class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
     name = "TaintToleration"
+    Args = no_args("TaintToleration")
 
-    def __init__(self, args: dict[str, Any] | None, handle: Any) -> None:
+    def __init__(self, args: Any, handle: Any) -> None:
         super().__init__(args, handle)
-        no_args(self.name, args)
         self._cache = ShapeCache(limit=1024)  # int64 vectors over all nodes: bound the memory
 
     def events_to_register(self) -> list[ClusterEvent]:

@@ -288,7 +288,7 @@ class TermCounts:
 
 @dataclass(slots=True)
 class _Record:
-    """What the index counted for one pod (the pod object may be changed in place later)."""
+    """What the index counted for one pod (the numbers it was counted with)."""
 
     row: int
     namespace: str
@@ -334,8 +334,14 @@ class ClusterIndex:
         if cluster is None:
             return
         if kind == "Pod":
-            if self.valid:
-                self._reconcile(cluster, ev.obj.key)
+            old, new, t = ev.old, ev.obj, ev.type
+            unchanged = (t is EventType.BOUND and old is new) or (
+                t is EventType.UPDATED and old is not None and old.node_name == new.node_name
+                and old.meta.labels is new.meta.labels and old.is_terminating == new.is_terminating
+                and old.is_terminal == new.is_terminal)
+            # A binding that confirms an assumption, or a status change, leaves what the index counts as is.
+            if self.valid and not unchanged:
+                self._reconcile(cluster, new.key)
         elif kind == "Node":
             # Rows are positional: a node added or removed renumbers or grows them.
             if ev.type is EventType.DELETED or cluster.num_nodes != self.n:

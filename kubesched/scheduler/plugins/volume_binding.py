@@ -13,16 +13,19 @@ is an alpha feature, off: PreScore skips.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
+from kubesched.api import fields
 from kubesched.api.objects import PersistentVolumeClaim, Pod
 from kubesched.api.quantity import parse_quantity, value_of
 from kubesched.api.selectors import NodeSelector, parse_label_selector, parse_node_selector
 from kubesched.cluster.state import ClusterState, NodeInfo
+from kubesched.config.plugin_args import PluginArgs
 from kubesched.errors import InputError
 from kubesched.scheduler.framework import (
     ClusterEvent,
@@ -39,7 +42,6 @@ from kubesched.scheduler.framework import (
     skip,
     unresolvable,
 )
-from kubesched.scheduler.plugins.args import check_known, get_int
 from kubesched.scheduler.plugins.volume_util import (
     ANN_BIND_COMPLETED,
     ANN_SELECTED_NODE,
@@ -130,23 +132,33 @@ def local_pv_node_names(pv: dict[str, Any]) -> set[str]:
     return result
 
 
+@dataclass(frozen=True, slots=True)
+class VolumeBindingArgs(PluginArgs):
+    """VolumeBindingArgs: bindTimeoutSeconds (v1 default 600, not negative); `shape` only with
+    StorageCapacityScoring, which kubesched does not model (ValidateVolumeBindingArgs refuses it then)."""
+
+    bind_timeout_seconds: int = DEFAULT_BIND_TIMEOUT_SECONDS
+
+    @classmethod
+    def from_raw(cls, raw: Mapping[str, Any] | None, field: str = "") -> VolumeBindingArgs:
+        a = fields.Fields(raw, field, allowed={"bindTimeoutSeconds", "shape"})
+        timeout = a.integer("bindTimeoutSeconds", DEFAULT_BIND_TIMEOUT_SECONDS, lo=0)
+        if a.has("shape"):
+            raise a.error("shape", "unsupported when the StorageCapacityScoring feature is disabled")
+        return cls(timeout)
+
+
 class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, ReservePlugin, PreBindPlugin):
     name = "VolumeBinding"
+    Args = VolumeBindingArgs
+    args: VolumeBindingArgs
 
-    def __init__(self, args: dict[str, Any] | None, handle: Any) -> None:
+    def __init__(self, args: VolumeBindingArgs, handle: Any) -> None:
         super().__init__(args, handle)
-        check_known(self.args, {"bindTimeoutSeconds", "shape"})
-        self.bind_timeout_seconds = get_int(self.args, "bindTimeoutSeconds", DEFAULT_BIND_TIMEOUT_SECONDS, lo=0)
-        if self.args.get("shape") is not None:
-            raise InputError("unsupported when the StorageCapacityScoring feature is disabled", field="shape")
         # The assume cache: PVs chosen for claims and nodes selected for provisioning, kept across cycles.
         self.assumed_claim_ref: dict[str, tuple[str, str, str]] = {}  # pv name -> (namespace, name, uid)
         self.assumed_selected_node: dict[str, str] = {}  # claim key -> node name
         self._affinity: dict[int, tuple[dict[str, Any], NodeSelector | None, bool]] = {}
-
-    @classmethod
-    def default_args(cls) -> dict[str, Any]:
-        return {"bindTimeoutSeconds": DEFAULT_BIND_TIMEOUT_SECONDS}
 
     def events_to_register(self) -> list[ClusterEvent]:
         return [ClusterEvent(kind, ("add", "update")) for kind in (

@@ -17,6 +17,7 @@ import numpy as np
 
 from kubesched.api.objects import Pod
 from kubesched.cluster.state import ClusterState, NodeInfo
+from kubesched.config.plugin_args import no_args
 from kubesched.scheduler.framework import (
     ClusterEvent,
     Code,
@@ -29,7 +30,6 @@ from kubesched.scheduler.framework import (
     skip,
     unresolvable,
 )
-from kubesched.scheduler.plugins.helper import no_args
 from kubesched.scheduler.plugins.volume_util import get_pvc, pvc_not_found
 
 PRE_FILTER_KEY = "PreFilterVolumeRestrictions"
@@ -115,10 +115,10 @@ class _Extensions(PreFilterExtensions):
 
 class VolumeRestrictions(PreFilterPlugin, FilterPlugin):
     name = "VolumeRestrictions"
+    Args = no_args("VolumeRestrictions")
 
-    def __init__(self, args: dict[str, Any] | None, handle: Any) -> None:
+    def __init__(self, args: Any, handle: Any) -> None:
         super().__init__(args, handle)
-        no_args(self.name, args)
         self._ext = _Extensions()
 
     def events_to_register(self) -> list[ClusterEvent]:

@@ -23,6 +23,7 @@ from kubesched.cluster.state import (
     ClusterState,
     NodeInfo,
 )
+from kubesched.config.plugin_args import no_args
 from kubesched.scheduler.framework import (
     ClusterEvent,
     CycleState,
@@ -33,7 +34,6 @@ from kubesched.scheduler.framework import (
     skip,
     unresolvable,
 )
-from kubesched.scheduler.plugins.helper import no_args
 from kubesched.scheduler.plugins.volume_util import (
     WAIT_FOR_FIRST_CONSUMER,
     get_pvc,
@@ -127,10 +127,10 @@ def topologies_fit(topologies: list[PVTopology], node_labels: dict[str, str]) ->
 
 class VolumeZone(PreFilterPlugin, FilterPlugin):
     name = "VolumeZone"
+    Args = no_args("VolumeZone")
 
-    def __init__(self, args: dict[str, Any] | None, handle: Any) -> None:
+    def __init__(self, args: Any, handle: Any) -> None:
         super().__init__(args, handle)
-        no_args(self.name, args)
 
     def events_to_register(self) -> list[ClusterEvent]:
         return [ClusterEvent("StorageClass", ("add",)), ClusterEvent("Node", ("add", "update")),

@@ -24,6 +24,7 @@ without metrics. 0 or absent means no limit, as upstream.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from dataclasses import dataclass
 from datetime import datetime
@@ -31,9 +32,11 @@ from typing import Any
 
 import numpy as np
 
+from kubesched.api import fields
 from kubesched.api.objects import Node
 from kubesched.cluster.state import ClusterState
-from kubesched.errors import InputError
+from kubesched.config.plugin_args import OMITEMPTY, PluginArgs
+from kubesched.errors import InputError, RuntimeFailure
 from kubesched.metrics.base import (
     CPU_TYPE,
     MEMORY_TYPE,
@@ -47,58 +50,75 @@ from kubesched.metrics.base import (
     resource_data,
     watcher_metrics,
 )
+from kubesched.metrics.kubernetes_metrics import MetricsServerSource, snapshot_metrics
+from kubesched.metrics.prometheus import DEFAULT_ADDRESS, PrometheusSource
+from kubesched.metrics.watcher import WatcherHTTPSource
 from kubesched.scheduler.framework import Handle
-from kubesched.scheduler.plugins.args import check_known, get_bool, get_dict, get_int, get_str
 from kubesched.scheduler.plugins.trimaran.resourcestats import capacity_units
 
 METRICS_UPDATE_INTERVAL_SECONDS = 30.0
 PROVIDER_TYPES = ("KubernetesMetricsServer", "Prometheus", "SignalFx")
-TRIMARAN_SPEC_FIELDS = {"watcherAddress", "metricProvider", "metricsMaxAgeSeconds"}
 
 
-@dataclass(slots=True)
-class TrimaranSpec:
-    watcher_address: str
-    provider_type: str
-    provider_address: str
-    token: str
-    insecure_skip_verify: bool
-    max_age: float | None
+KUBERNETES_METRICS_SERVER = "KubernetesMetricsServer"
+PROMETHEUS = "Prometheus"
+SIGNALFX = "SignalFx"
+TRIMARAN_SPEC_FIELDS = ("watcherAddress", "metricProvider", "metricsMaxAgeSeconds")
 
 
-def parse_trimaran_spec(args: dict[str, Any]) -> TrimaranSpec:
-    """The TrimaranSpec fields of a plugin's args, with v1 defaulting (metricProvider.type
-    KubernetesMetricsServer when no watcherAddress; insecureSkipVerify true for Prometheus)."""
-    watcher = get_str(args, "watcherAddress", None)
-    provider = get_dict(args, "metricProvider") or {}
-    check_known(provider, {"type", "address", "token", "insecureSkipVerify"})
-    ptype = get_str(provider, "type", "") or ""
-    if watcher is None and not ptype:
-        ptype = "KubernetesMetricsServer"
-    if not watcher and ptype not in PROVIDER_TYPES:
-        raise InputError(f"invalid MetricProvider.Type, got {ptype}", field="metricProvider.type")
-    if not watcher and ptype == "SignalFx":
-        raise InputError("the SignalFx metric provider is not available in kubesched; give a load-watcher "
-                         "(watcherAddress) or --metrics", field="metricProvider.type")
-    insecure = get_bool(provider, "insecureSkipVerify", ptype == "Prometheus")
-    max_age = get_int(args, "metricsMaxAgeSeconds", 0, lo=0)
-    return TrimaranSpec(watcher or "", ptype, get_str(provider, "address", "") or "",
-                        get_str(provider, "token", "") or "", insecure, float(max_age) if max_age else None)
+@dataclass(frozen=True, slots=True)
+class MetricProviderSpec:
+    """config.MetricProviderSpec: the metrics backend (type, address, token, insecureSkipVerify)."""
+
+    type: str = KUBERNETES_METRICS_SERVER
+    address: str = dataclasses.field(default="", metadata=OMITEMPTY)
+    token: str = dataclasses.field(default="", metadata=OMITEMPTY)
+    insecure_skip_verify: bool = dataclasses.field(default=False, metadata=OMITEMPTY)
 
 
-def _source(spec: TrimaranSpec) -> MetricsSource | None:
-    from kubesched.metrics.kubernetes_metrics import MetricsServerSource
-    from kubesched.metrics.prometheus import DEFAULT_ADDRESS, PrometheusSource
-    from kubesched.metrics.watcher import WatcherHTTPSource
+@dataclass(frozen=True, slots=True)
+class TrimaranArgs(PluginArgs):
+    """config.TrimaranSpec, the fields every Trimaran plugin's args share, with v1 defaulting (metricProvider.type
+    KubernetesMetricsServer when no watcherAddress is given; insecureSkipVerify true for Prometheus) and
+    kubesched's `metricsMaxAgeSeconds` (0: no limit)."""
 
-    if spec.watcher_address:
-        return WatcherHTTPSource(spec.watcher_address)
-    if spec.provider_type == "Prometheus":
-        return PrometheusSource(spec.provider_address or DEFAULT_ADDRESS, token=spec.token or None,
-                                insecure=spec.insecure_skip_verify)
-    if spec.provider_address:
-        return MetricsServerSource(spec.provider_address, token=spec.token or None,
-                                   insecure=spec.insecure_skip_verify, pods=False)
+    watcher_address: str = dataclasses.field(default="", metadata=OMITEMPTY)
+    metric_provider: MetricProviderSpec = MetricProviderSpec()
+    metrics_max_age_seconds: int = dataclasses.field(default=0, metadata=OMITEMPTY)
+
+    @property
+    def max_age(self) -> float | None:
+        return float(self.metrics_max_age_seconds) if self.metrics_max_age_seconds else None
+
+    @staticmethod
+    def spec_of(a: fields.Fields) -> dict[str, Any]:
+        """The TrimaranSpec fields of one plugin's args object, as keyword arguments."""
+        watcher = a.string("watcherAddress")
+        provider = a.object("metricProvider", {"type", "address", "token", "insecureSkipVerify"})
+        ptype = provider.string("type") or ""
+        if watcher is None and not ptype:
+            ptype = KUBERNETES_METRICS_SERVER
+        if not watcher and ptype not in PROVIDER_TYPES:
+            raise provider.error("type", f"invalid MetricProvider.Type, got {ptype}")
+        if not watcher and ptype == SIGNALFX:
+            raise provider.error("type", "the SignalFx metric provider is not available in kubesched; give a "
+                                 "load-watcher (watcherAddress) or --metrics")
+        insecure = provider.boolean("insecureSkipVerify", ptype == PROMETHEUS)
+        spec = MetricProviderSpec(ptype, provider.string("address") or "", provider.string("token") or "", insecure)
+        return {"watcher_address": watcher or "", "metric_provider": spec,
+                "metrics_max_age_seconds": a.integer("metricsMaxAgeSeconds", 0, lo=0)}
+
+
+def _source(args: TrimaranArgs) -> MetricsSource | None:
+    provider = args.metric_provider
+    if args.watcher_address:
+        return WatcherHTTPSource(args.watcher_address)
+    if provider.type == PROMETHEUS:
+        return PrometheusSource(provider.address or DEFAULT_ADDRESS, token=provider.token or None,
+                                insecure=provider.insecure_skip_verify)
+    if provider.address:
+        return MetricsServerSource(provider.address, token=provider.token or None,
+                                   insecure=provider.insecure_skip_verify, pods=False)
     return None
 
 
@@ -130,8 +150,8 @@ def tlp_cpu_percent(metrics: list[Metric]) -> tuple[float, bool]:
 class Collector:
     """One plugin's view of the metrics (upstream gives each Trimaran plugin its own Collector)."""
 
-    def __init__(self, spec: TrimaranSpec, handle: Handle, plugin: str) -> None:
-        self.spec = spec
+    def __init__(self, args: TrimaranArgs, handle: Handle, plugin: str) -> None:
+        self.args = args
         self.handle = handle
         self.plugin = plugin
         given = handle.services.metrics
@@ -143,10 +163,8 @@ class Collector:
         self._fetched_at: float | None = None
         self._fixed = self._metrics is not None
         if self.source is None and self.feed is None and not self._fixed:
-            self.source = _source(spec)
+            self.source = _source(args)
             if self.source is None:
-                from kubesched.metrics.kubernetes_metrics import snapshot_metrics
-
                 self._metrics = snapshot_metrics(handle.services.snapshot)
                 self._fixed = True
         self._columns_key: tuple[Any, ...] | None = None
@@ -176,7 +194,7 @@ class Collector:
             try:
                 self._metrics = self.source.fetch(self.now())
                 self._version += 1
-            except InputError as e:
+            except (InputError, RuntimeFailure) as e:
                 # Upstream logs and keeps what it had; the run goes on.
                 print(f"warning: {self.plugin}: unable to update metrics from {self.source.describe()}: {e}",
                       file=sys.stderr)
@@ -185,9 +203,9 @@ class Collector:
     # ------------------------------------------------------------ per node
 
     def _fresh(self, metrics: Metrics, name: str) -> bool:
-        if self.spec.max_age is None:
+        if self.args.max_age is None:
             return True
-        return not is_stale(metrics.age(name, self.now()), self.spec.max_age)
+        return not is_stale(metrics.age(name, self.now()), self.args.max_age)
 
     def capacity(self, node: Node) -> dict[str, int]:
         cached = self._capacity.get(node.name)
@@ -210,7 +228,7 @@ class Collector:
     def columns(self, cluster: ClusterState) -> Columns:
         """The per-row numbers of the formulas, recomputed when the metrics, nodes or clock change."""
         metrics = self.metrics()
-        ref = reference_time(self.now(), metrics) if self.spec.max_age is not None else None
+        ref = reference_time(self.now(), metrics) if self.args.max_age is not None else None
         key = (self._version, cluster.node_generation, cluster.num_nodes, ref)
         if self._columns is not None and self._columns_key == key:
             return self._columns

@@ -14,16 +14,19 @@ registers the handler but its Score never reads it).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from kubesched.api import fields
 from kubesched.api.objects import Pod
 from kubesched.cluster.state import ClusterState, NodeInfo
+from kubesched.metrics.base import CPU_TYPE, MEMORY_TYPE, resource_data
 from kubesched.scheduler.framework import MAX_NODE_SCORE, MIN_NODE_SCORE, CycleState, Handle, ScorePlugin, Status
-from kubesched.scheduler.plugins.args import check_known, get_number
 from kubesched.scheduler.plugins.gomath import go_round_array
-from kubesched.scheduler.plugins.trimaran.collector import TRIMARAN_SPEC_FIELDS, Collector, parse_trimaran_spec
+from kubesched.scheduler.plugins.trimaran.collector import TRIMARAN_SPEC_FIELDS, Collector, TrimaranArgs
 from kubesched.scheduler.plugins.trimaran.resourcestats import MEGA_FACTOR, allocatable_units, effective_resource
 
 DEFAULT_SAFE_VARIANCE_MARGIN = 1.0
@@ -53,27 +56,35 @@ def compute_scores(avg_pct: np.ndarray, std_pct: np.ndarray, capacity: np.ndarra
     return np.where(ok, (1.0 - risk) * float(MAX_NODE_SCORE), 0.0)
 
 
-class LoadVariationRiskBalancing(ScorePlugin):
-    name = "LoadVariationRiskBalancing"
+@dataclass(frozen=True, slots=True)
+class LoadVariationRiskBalancingArgs(TrimaranArgs):
+    """LoadVariationRiskBalancingArgs; v1 defaulting replaces an unset or negative margin or sensitivity by 1."""
 
-    def __init__(self, args: dict[str, Any] | None, handle: Handle) -> None:
-        super().__init__(args, handle)
-        a = self.args
-        check_known(a, TRIMARAN_SPEC_FIELDS | {"safeVarianceMargin", "safeVarianceSensitivity"})
-        self.spec = parse_trimaran_spec(a)
-        margin = get_number(a, "safeVarianceMargin", None)
-        sensitivity = get_number(a, "safeVarianceSensitivity", None)
-        # v1 defaulting: unset or negative gives the default.
-        self.margin = margin if margin is not None and margin >= 0 else DEFAULT_SAFE_VARIANCE_MARGIN
-        self.sensitivity = (sensitivity if sensitivity is not None and sensitivity >= 0
-                            else DEFAULT_SAFE_VARIANCE_SENSITIVITY)
-        self.collector = Collector(self.spec, handle, self.name)
+    safe_variance_margin: float = DEFAULT_SAFE_VARIANCE_MARGIN
+    safe_variance_sensitivity: float = DEFAULT_SAFE_VARIANCE_SENSITIVITY
 
     @classmethod
-    def default_args(cls) -> dict[str, Any]:
-        return {"metricProvider": {"type": "KubernetesMetricsServer"},
-                "safeVarianceMargin": DEFAULT_SAFE_VARIANCE_MARGIN,
-                "safeVarianceSensitivity": DEFAULT_SAFE_VARIANCE_SENSITIVITY}
+    def from_raw(cls, raw: Mapping[str, Any] | None, field: str = "") -> LoadVariationRiskBalancingArgs:
+        a = fields.Fields(raw, field, allowed={*TRIMARAN_SPEC_FIELDS, "safeVarianceMargin", "safeVarianceSensitivity"})
+        spec = cls.spec_of(a)
+        margin = a.number("safeVarianceMargin")
+        sensitivity = a.number("safeVarianceSensitivity")
+        return cls(**spec,
+                   safe_variance_margin=margin if margin is not None and margin >= 0 else DEFAULT_SAFE_VARIANCE_MARGIN,
+                   safe_variance_sensitivity=(sensitivity if sensitivity is not None and sensitivity >= 0
+                                              else DEFAULT_SAFE_VARIANCE_SENSITIVITY))
+
+
+class LoadVariationRiskBalancing(ScorePlugin):
+    name = "LoadVariationRiskBalancing"
+    Args = LoadVariationRiskBalancingArgs
+    args: LoadVariationRiskBalancingArgs
+
+    def __init__(self, args: LoadVariationRiskBalancingArgs, handle: Handle) -> None:
+        super().__init__(args, handle)
+        self.margin = args.safe_variance_margin
+        self.sensitivity = args.safe_variance_sensitivity
+        self.collector = Collector(args, handle, self.name)
 
     def _totals(self, pod: Pod, cpu: tuple[np.ndarray, np.ndarray, np.ndarray], mem: tuple[np.ndarray, np.ndarray, np.ndarray],
                 alloc_cpu: np.ndarray, alloc_mem: np.ndarray) -> np.ndarray:
@@ -88,8 +99,6 @@ class LoadVariationRiskBalancing(ScorePlugin):
         return go_round_array(total).astype(np.int64)
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status]:
-        from kubesched.metrics.base import CPU_TYPE, MEMORY_TYPE, resource_data
-
         metrics, _ = self.collector.node_metrics(node_info.node)
         if metrics is None:
             return MIN_NODE_SCORE, Status()

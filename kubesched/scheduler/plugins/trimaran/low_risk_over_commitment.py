@@ -16,14 +16,17 @@ NormalizeScore is a no-op. PreScore stores the pod's requests and limits in the 
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from kubesched.api import fields
 from kubesched.api.objects import Node, Pod
 from kubesched.cluster.state import ClusterState, NodeInfo
-from kubesched.errors import InputError
 from kubesched.metrics.base import CPU_TYPE, MEMORY_TYPE, Metric, resource_data
 from kubesched.scheduler.framework import (
     MAX_NODE_SCORE,
@@ -34,10 +37,9 @@ from kubesched.scheduler.framework import (
     ScorePlugin,
     Status,
 )
-from kubesched.scheduler.plugins.args import check_known, get_dict, get_int
 from kubesched.scheduler.plugins.gomath import go_round
 from kubesched.scheduler.plugins.trimaran.beta import MAX_VARIANCE_ALLOWANCE, compute_probability, max_variance
-from kubesched.scheduler.plugins.trimaran.collector import TRIMARAN_SPEC_FIELDS, Collector, parse_trimaran_spec
+from kubesched.scheduler.plugins.trimaran.collector import TRIMARAN_SPEC_FIELDS, Collector, TrimaranArgs
 from kubesched.scheduler.plugins.trimaran.resourcestats import (
     NodeRequestsAndLimits,
     Resource,
@@ -67,30 +69,39 @@ class PodResourcesStateData:
         return self
 
 
-class LowRiskOverCommitment(PreScorePlugin, ScorePlugin):
-    name = "LowRiskOverCommitment"
+@dataclass(frozen=True, slots=True)
+class LowRiskOverCommitmentArgs(TrimaranArgs):
+    """LowRiskOverCommitmentArgs; v1 defaulting: window 5 when unset or not positive, risk limit weight 0.5
+    for cpu and memory and for any weight outside [0, 1]."""
 
-    def __init__(self, args: dict[str, Any] | None, handle: Handle) -> None:
-        super().__init__(args, handle)
-        a = self.args
-        check_known(a, TRIMARAN_SPEC_FIELDS | {"smoothingWindowSize", "riskLimitWeights"})
-        self.spec = parse_trimaran_spec(a)
-        window = get_int(a, "smoothingWindowSize", None)
-        self.smoothing_window_size = window if window is not None and window > 0 else DEFAULT_SMOOTHING_WINDOW_SIZE
-        weights = {"cpu": DEFAULT_RISK_LIMIT_WEIGHT, "memory": DEFAULT_RISK_LIMIT_WEIGHT}
-        for name, w in (get_dict(a, "riskLimitWeights") or {}).items():
-            if isinstance(w, bool) or not isinstance(w, (int, float)):
-                raise InputError(f"expected a number from 0 to 1, got {w!r}", field=f"riskLimitWeights.{name}")
-            # v1 defaulting replaces a weight outside [0, 1] by the default.
-            weights[str(name)] = float(w) if 0 <= w <= 1 else DEFAULT_RISK_LIMIT_WEIGHT
-        self.risk_limit_weights = weights
-        self.collector = Collector(self.spec, handle, self.name)
+    smoothing_window_size: int = DEFAULT_SMOOTHING_WINDOW_SIZE
+    risk_limit_weights: Mapping[str, float] = dataclasses.field(
+        default_factory=lambda: {"cpu": DEFAULT_RISK_LIMIT_WEIGHT, "memory": DEFAULT_RISK_LIMIT_WEIGHT})
 
     @classmethod
-    def default_args(cls) -> dict[str, Any]:
-        return {"metricProvider": {"type": "KubernetesMetricsServer"},
-                "smoothingWindowSize": DEFAULT_SMOOTHING_WINDOW_SIZE,
-                "riskLimitWeights": {"cpu": DEFAULT_RISK_LIMIT_WEIGHT, "memory": DEFAULT_RISK_LIMIT_WEIGHT}}
+    def from_raw(cls, raw: Mapping[str, Any] | None, field: str = "") -> LowRiskOverCommitmentArgs:
+        a = fields.Fields(raw, field, allowed={*TRIMARAN_SPEC_FIELDS, "smoothingWindowSize", "riskLimitWeights"})
+        spec = cls.spec_of(a)
+        window = a.integer("smoothingWindowSize")
+        weights = {"cpu": DEFAULT_RISK_LIMIT_WEIGHT, "memory": DEFAULT_RISK_LIMIT_WEIGHT}
+        given = a.object("riskLimitWeights")
+        for name, w in given.raw.items():
+            w = fields.number(w, given.path(str(name)), what="a number from 0 to 1")
+            weights[str(name)] = w if 0 <= w <= 1 else DEFAULT_RISK_LIMIT_WEIGHT
+        return cls(**spec, smoothing_window_size=window if window is not None and window > 0
+                   else DEFAULT_SMOOTHING_WINDOW_SIZE, risk_limit_weights=weights)
+
+
+class LowRiskOverCommitment(PreScorePlugin, ScorePlugin):
+    name = "LowRiskOverCommitment"
+    Args = LowRiskOverCommitmentArgs
+    args: LowRiskOverCommitmentArgs
+
+    def __init__(self, args: LowRiskOverCommitmentArgs, handle: Handle) -> None:
+        super().__init__(args, handle)
+        self.smoothing_window_size = args.smoothing_window_size
+        self.risk_limit_weights = dict(args.risk_limit_weights)
+        self.collector = Collector(args, handle, self.name)
 
     def pre_score(self, state: CycleState, pod: Pod, cluster: ClusterState, rows: np.ndarray) -> Status:
         state.write(POD_RESOURCES_KEY, PodResourcesStateData(*requests_and_limits(pod)))

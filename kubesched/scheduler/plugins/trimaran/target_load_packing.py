@@ -14,21 +14,24 @@ NormalizeScore is a no-op. Capacity here is status.capacity (not allocatable), a
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from kubesched.api import fields
 from kubesched.api.objects import Container, Pod, parse_resource_list
 from kubesched.api.quantity import milli_value_of
 from kubesched.cluster.state import ClusterState, NodeInfo
 from kubesched.errors import InputError
 from kubesched.scheduler.framework import MIN_NODE_SCORE, CycleState, Handle, ScorePlugin, Status
-from kubesched.scheduler.plugins.args import check_known, get_int
 from kubesched.scheduler.plugins.gomath import go_round, go_round_array
 from kubesched.scheduler.plugins.trimaran.collector import (
     TRIMARAN_SPEC_FIELDS,
     Collector,
-    parse_trimaran_spec,
+    TrimaranArgs,
     tlp_cpu_percent,
 )
 from kubesched.scheduler.plugins.trimaran.handler import PodAssignEventHandler, is_missing
@@ -49,35 +52,56 @@ def parse_go_float(text: str, field: str) -> float:
                          "invalid syntax", field=field) from None
 
 
-class TargetLoadPacking(ScorePlugin):
-    name = "TargetLoadPacking"
+@dataclass(frozen=True, slots=True)
+class TargetLoadPackingArgs(TrimaranArgs):
+    """TargetLoadPackingArgs; v1 defaulting: defaultRequests cpu 1000m, multiplier "1.5", targetUtilization 40
+    (also for a value that is not positive)."""
 
-    def __init__(self, args: dict[str, Any] | None, handle: Handle) -> None:
-        super().__init__(args, handle)
-        a = self.args
-        check_known(a, TRIMARAN_SPEC_FIELDS | {"defaultRequests", "defaultRequestsMultiplier", "targetUtilization"})
-        self.spec = parse_trimaran_spec(a)
-        target = get_int(a, "targetUtilization", None)
-        self.target = target if target is not None and target > 0 else DEFAULT_TARGET_UTILIZATION_PERCENT
-        raw_default = a.get("defaultRequests")
-        if raw_default is None:
-            self.requests_milli_cores = DEFAULT_REQUESTS_MILLI_CORES
-        else:
-            default = parse_resource_list(raw_default, "defaultRequests")
-            self.requests_milli_cores = milli_value_of(default["cpu"]) if "cpu" in default else 0
-        multiplier = a.get("defaultRequestsMultiplier", DEFAULT_REQUESTS_MULTIPLIER)
-        if not isinstance(multiplier, str):
-            raise InputError(f"expected a string such as \"1.5\", got {multiplier!r}", field="defaultRequestsMultiplier")
-        self.requests_multiplier = parse_go_float(multiplier, "defaultRequestsMultiplier")
-        self.collector = Collector(self.spec, handle, self.name)
-        self.event_handler = PodAssignEventHandler(handle.cluster, handle.now)
+    default_requests: Mapping[str, Any] = dataclasses.field(
+        default_factory=lambda: {"cpu": f"{DEFAULT_REQUESTS_MILLI_CORES}m"})
+    default_requests_multiplier: str = DEFAULT_REQUESTS_MULTIPLIER
+    target_utilization: int = DEFAULT_TARGET_UTILIZATION_PERCENT
 
     @classmethod
-    def default_args(cls) -> dict[str, Any]:
-        return {"metricProvider": {"type": "KubernetesMetricsServer"},
-                "defaultRequests": {"cpu": f"{DEFAULT_REQUESTS_MILLI_CORES}m"},
-                "defaultRequestsMultiplier": DEFAULT_REQUESTS_MULTIPLIER,
-                "targetUtilization": DEFAULT_TARGET_UTILIZATION_PERCENT}
+    def from_raw(cls, raw: Mapping[str, Any] | None, field: str = "") -> TargetLoadPackingArgs:
+        a = fields.Fields(raw, field, allowed={*TRIMARAN_SPEC_FIELDS, "defaultRequests", "defaultRequestsMultiplier",
+                                               "targetUtilization"})
+        spec = cls.spec_of(a)
+        target = a.integer("targetUtilization")
+        requests = a.get("defaultRequests")
+        if requests is not None:
+            parse_resource_list(requests, a.path("defaultRequests"))
+        multiplier = a.raw.get("defaultRequestsMultiplier", DEFAULT_REQUESTS_MULTIPLIER)
+        if not isinstance(multiplier, str):
+            raise a.error("defaultRequestsMultiplier", f"expected a string such as \"1.5\", got {multiplier!r}")
+        parse_go_float(multiplier, a.path("defaultRequestsMultiplier"))
+        return cls(**spec,
+                   default_requests=dict(requests) if requests is not None else {"cpu": f"{DEFAULT_REQUESTS_MILLI_CORES}m"},
+                   default_requests_multiplier=multiplier,
+                   target_utilization=target if target is not None and target > 0 else DEFAULT_TARGET_UTILIZATION_PERCENT)
+
+    @property
+    def default_requests_milli_cores(self) -> int:
+        requests = parse_resource_list(self.default_requests, "defaultRequests")
+        return milli_value_of(requests["cpu"]) if "cpu" in requests else 0
+
+    @property
+    def multiplier(self) -> float:
+        return parse_go_float(self.default_requests_multiplier, "defaultRequestsMultiplier")
+
+
+class TargetLoadPacking(ScorePlugin):
+    name = "TargetLoadPacking"
+    Args = TargetLoadPackingArgs
+    args: TargetLoadPackingArgs
+
+    def __init__(self, args: TargetLoadPackingArgs, handle: Handle) -> None:
+        super().__init__(args, handle)
+        self.target = args.target_utilization
+        self.requests_milli_cores = args.default_requests_milli_cores
+        self.requests_multiplier = args.multiplier
+        self.collector = Collector(args, handle, self.name)
+        self.event_handler = PodAssignEventHandler(handle.cluster, handle.now)
 
     # ------------------------------------------------------------ prediction
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubesched.api import fields
 from kubesched.errors import InputError
 
 API_VERSIONS = ("descheduler/v1alpha2",)
@@ -51,16 +52,8 @@ DEFAULT_MAX_MIGRATING_PER_NODE = 2
 
 
 def _obj(raw: Any, field: str, allowed: tuple[str, ...] | None = None) -> dict[str, Any]:
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict):
-        raise InputError(f"expected an object, got {type(raw).__name__}", field=field)
-    if allowed is not None:
-        for k in raw:
-            if k not in allowed:
-                raise InputError(f"unknown field {k!r}; expected one of {', '.join(sorted(allowed))}",
-                                 field=f"{field}.{k}" if field else k)
-    return raw
+    """An object of the document (None reads as empty); with `allowed`, other fields are errors."""
+    return fields.Fields(raw, field, allowed=tuple(sorted(allowed)) if allowed is not None else None, meta=False).raw
 
 
 def _names(raw: Any, field: str) -> list[str]:

@@ -13,8 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubesched.api import fields
+from kubesched.api.duration import format_go_duration, read_duration
+from kubesched.api.snapshot import read_document
 from kubesched.errors import InputError
-from kubesched.kubelet.thresholds import Threshold, format_go_duration, parse_go_duration, parse_threshold_config
+from kubesched.kubelet.thresholds import Threshold, parse_threshold_config
 
 API_VERSION = "kubelet.config.k8s.io/v1beta1"
 KIND = "KubeletConfiguration"
@@ -98,51 +101,25 @@ class KubeletEvictionConfig:
                 "localStorageCapacityIsolation": self.local_storage_capacity_isolation}
 
 
-def _string_map(raw: dict[str, Any], key: str) -> dict[str, Any] | None:
-    v = raw.get(key)
-    if v is None:
+def _string_map(a: fields.Fields, key: str) -> dict[str, Any] | None:
+    """A map of signal name → value (None when unset)."""
+    if not a.has(key):
         return None
-    if not isinstance(v, dict):
-        raise InputError(f"expected a map of signal names to values, got {type(v).__name__}", field=key)
-    return {str(k): val for k, val in v.items()}
+    return {str(k): v for k, v in a.mapping(key, what="a map of signal names to values").items()}
 
 
-def _bool(raw: dict[str, Any], key: str, default: bool) -> bool:
-    v = raw.get(key)
-    if v is None:
-        return default
-    if not isinstance(v, bool):
-        raise InputError(f"expected true or false, got {v!r}", field=key)
-    return v
-
-
-def _int32(raw: dict[str, Any], key: str, default: int) -> int:
-    v = raw.get(key)
-    if v is None:
-        return default
-    if isinstance(v, bool) or not isinstance(v, int) or not -(2**31) <= v < 2**31:
-        raise InputError(f"expected a 32-bit integer, got {v!r}", field=key)
-    return v
-
-
-def _duration(raw: dict[str, Any], key: str, default_ns: int) -> int:
-    v = raw.get(key)
-    if v is None:
+def _duration(a: fields.Fields, key: str, default_ns: int) -> int:
+    """A metav1.Duration in nanoseconds; metav1.Duration defaulting: zero means "unset"."""
+    if not a.has(key):
         return default_ns
-    if not isinstance(v, str):
-        raise InputError(f"expected a duration such as \"5m0s\" or \"30s\", got {v!r}", field=key)
-    try:
-        ns = parse_go_duration(v)
-    except ValueError as e:
-        raise InputError(str(e), field=key) from None
-    # metav1.Duration defaulting: a zero duration means "unset".
+    ns = read_duration(a.raw[key], key, example='"5m0s" or "30s"')
     return ns if ns != 0 else default_ns
 
 
 def _validate_enforce_node_allocatable(raw: dict[str, Any], values: list[str]) -> None:
     """The enforceNodeAllocatable part of ValidateKubeletConfiguration."""
     seen: set[str] = set()
-    cgroups_per_qos = _bool(raw, "cgroupsPerQOS", True)
+    cgroups_per_qos = fields.Fields(raw).boolean("cgroupsPerQOS", True)
     for i, val in enumerate(values):
         f = f"enforceNodeAllocatable[{i}]"
         if val in seen:
@@ -177,15 +154,16 @@ def _parse(raw: Any) -> KubeletEvictionConfig:
     unknown = sorted(set(raw) - KNOWN_FIELDS)
     if unknown:
         raise InputError(f"unknown field {unknown[0]!r}", field=unknown[0])
-    merge = _bool(raw, "mergeDefaultEvictionSettings", False)
-    hard = _string_map(raw, "evictionHard")
+    a = fields.Fields(raw)
+    merge = a.boolean("mergeDefaultEvictionSettings")
+    hard = _string_map(a, "evictionHard")
     if hard is None:
         hard = dict(DEFAULT_EVICTION_HARD)
     elif merge:
         hard = {**{k: v for k, v in DEFAULT_EVICTION_HARD.items() if k not in hard}, **hard}
-    soft = _string_map(raw, "evictionSoft") or {}
-    grace = _string_map(raw, "evictionSoftGracePeriod") or {}
-    reclaim = _string_map(raw, "evictionMinimumReclaim") or {}
+    soft = _string_map(a, "evictionSoft") or {}
+    grace = _string_map(a, "evictionSoftGracePeriod") or {}
+    reclaim = _string_map(a, "evictionMinimumReclaim") or {}
     ena_raw = raw.get("enforceNodeAllocatable")
     if ena_raw is None:
         enforce = list(DEFAULT_ENFORCE_NODE_ALLOCATABLE)
@@ -199,9 +177,7 @@ def _parse(raw: Any) -> KubeletEvictionConfig:
         raise InputError("expected a map of feature gate names to true or false", field="featureGates")
     gates: dict[str, bool] = {}
     for k, v in gates_raw.items():
-        if not isinstance(v, bool):
-            raise InputError(f"expected true or false, got {v!r}", field=f"featureGates.{k}")
-        gates[str(k)] = v
+        gates[str(k)] = fields.boolean(v, f"featureGates.{k}")
     thresholds = parse_threshold_config(enforce, hard, soft, grace, reclaim)
     return KubeletEvictionConfig(
         thresholds=thresholds,
@@ -209,11 +185,12 @@ def _parse(raw: Any) -> KubeletEvictionConfig:
         eviction_soft={k: str(v) for k, v in soft.items()},
         eviction_soft_grace_period={k: str(v) for k, v in grace.items()},
         eviction_minimum_reclaim={k: str(v) for k, v in reclaim.items()},
-        max_pod_grace_period_seconds=_int32(raw, "evictionMaxPodGracePeriod", 0),
-        pressure_transition_period_ns=_duration(raw, "evictionPressureTransitionPeriod",
+        max_pod_grace_period_seconds=a.integer("evictionMaxPodGracePeriod", 0, bits=fields.INT32,
+                                               what="a 32-bit integer"),
+        pressure_transition_period_ns=_duration(a, "evictionPressureTransitionPeriod",
                                                 DEFAULT_PRESSURE_TRANSITION_PERIOD_NS),
         enforce_node_allocatable=enforce,
-        local_storage_capacity_isolation=_bool(raw, "localStorageCapacityIsolation", True),
+        local_storage_capacity_isolation=a.boolean("localStorageCapacityIsolation", True),
         merge_default_eviction_settings=merge,
         feature_gates=gates,
     )
@@ -235,6 +212,4 @@ def default_kubelet_config() -> KubeletEvictionConfig:
 
 
 def load_kubelet_config(path: str) -> KubeletEvictionConfig:
-    from kubesched.api.documents import read_document
-
     return parse_kubelet_config(read_document(path, KIND), source=path)
