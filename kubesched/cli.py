@@ -129,7 +129,7 @@ def _run(fn: Callable[[], None]) -> None:
             click.echo(f"error: {e}", err=True)
             sys.exit(1)
         except KeyboardInterrupt:
-            click.echo("interrupted: nothing was written", err=True)
+            click.echo("interrupted", err=True)
             sys.exit(130)
         except (click.exceptions.Exit, click.exceptions.ClickException):
             raise

@@ -44,6 +44,11 @@ def _check_parent_writable(path: Path, option: str) -> None:
         raise InputError(f"cannot create {path}: {base} is not a folder", field=option)
     if not os.access(base, os.W_OK | os.X_OK):
         raise InputError(f"cannot create {path}: no permission to write in {base}", field=option)
+    # Permissions are not the whole story (root, read-only or virtual file systems): try, and leave nothing.
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".kubesched-probe.", dir=base))
+    except OSError as e:
+        raise InputError(f"cannot create {path}: {e.strerror or e}", field=option) from None
 
 
 def check_output_dir(path: str | os.PathLike[str], option: str = "--out") -> Path:
@@ -66,6 +71,24 @@ def check_output_dir(path: str | os.PathLike[str], option: str = "--out") -> Pat
                              field=option)
         if p.resolve() == Path.cwd().resolve() or p.resolve() == Path.home().resolve():
             raise InputError(f"{p} is the current or home folder; give a folder of its own", field=option)
+    _check_parent_writable(p.absolute(), option)
+    return p
+
+
+def check_resumable_dir(path: str | os.PathLike[str], option: str = "--out") -> Path:
+    """A folder a resumable command (tune, sweep) adds to: it may hold earlier results, but must be a folder
+    kubesched can create or write in; InputError naming `option` otherwise. Nothing is created."""
+    p = Path(path)
+    if str(path) == "":
+        raise InputError("expected a folder name", field=option)
+    if p.is_symlink() and not p.exists():
+        raise InputError(f"{p} is a broken symbolic link", field=option)
+    if p.exists():
+        if not p.is_dir():
+            raise InputError(f"{p} exists and is not a folder", field=option)
+        if not os.access(p, os.W_OK | os.X_OK):
+            raise InputError(f"cannot write in {p}: permission denied", field=option)
+        return p
     _check_parent_writable(p.absolute(), option)
     return p
 

@@ -8,6 +8,8 @@ and under `warnings` in `-o json`; outputs are whole or absent.
 from __future__ import annotations
 
 import json
+import socket
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,8 @@ import yaml
 
 from kubesched.cli import main
 from kubesched.config.convert import convert_descheduler_policy, convert_scheduler_config
+from kubesched.report import simulation as report_simulation
+from kubesched.sim import output as sim_output
 from tests.fuzz_support import kubelet_config, node, pod, policy, scenario, scheduler_config, snapshot, timeline
 
 NOW = "2025-03-01T10:00:00Z"
@@ -134,8 +138,6 @@ def test_out_is_replaced_whole_and_never_half_written(tmp_path: Path, capsys: py
     before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
 
     # Ctrl-C in the middle of a run: exit 130, the previous results as they were, no temporary folder left.
-    from kubesched.sim import output as sim_output
-
     def interrupted(*args: Any, **kwargs: Any) -> Any:
         raise KeyboardInterrupt
 
@@ -511,3 +513,93 @@ def test_convert_refuses_what_has_no_equivalent(tmp_path: Path, capsys: pytest.C
     old["profiles"][0]["plugins"]["filter"] = {"enabled": [{"name": "NodeLabel"}]}
     assert "NodeLabel has no v1 equivalent" in error_line(capsys, "convert", write(tmp_path, "c.yaml", old))
     assert "cannot convert" in error_line(capsys, "convert", write(tmp_path, "n.yaml", node("n1")))
+
+
+# ---------------------------------------------------------------- the commands main added since: bad input
+
+
+def test_simulate_report_is_part_of_the_folder_written_whole(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "results"
+    scen = write(tmp_path, "s.yaml", scenario())
+    code, doc_text, err = run(capsys, "simulate", scen, "--out", str(out), "--no-progress", "-o", "json")
+    assert code == 0, err
+    files = json.loads(doc_text)["files"]
+    # The report went into the temporary folder before the rename: the paths name the final folder.
+    assert files["report"] == str(out / "report.html") and (out / "report.html").is_file()
+    assert files["summary"] == str(out / "summary.json") and (out / "summary.json").is_file()
+    assert files["variants"] == {"default": str(out / "variants" / "default")}
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+
+    # Interrupted while the report is drawn: the previous results stay as they were, nothing half-written.
+    def interrupted(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(report_simulation, "build_report", interrupted)
+    code, doc_text, err = run(capsys, "simulate", scen, "--out", str(out), "--no-progress")
+    assert code == 130 and doc_text == "" and "interrupted" in err
+    assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_simulate_variant_names_are_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    scen = write(tmp_path, "s.yaml", scenario())
+    cfg = write(tmp_path, "c.yaml", scheduler_config())
+    assert "given twice" in error_line(capsys, "simulate", scen, "--variant", f"a={cfg}", "--variant", f"a={cfg}")
+    # A name is a folder under --out/variants: no way out of it.
+    assert "expected a variant name" in error_line(capsys, "simulate", scen, "--variant", f"..={cfg}")
+    strings = write(tmp_path, "l.yaml", ["x", "y"])
+    assert "a list of 2 strings" in error_line(capsys, "simulate", scen, "--variant", f"a={strings}")
+
+
+@pytest.mark.parametrize("command", ["tune", "sweep"])
+def test_tune_and_sweep_check_their_folder_first(command: str, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    a_file = write(tmp_path, "a-file", "x")
+    root = Path(__file__).resolve().parent.parent / "examples"
+    argv = {"tune": ["tune", str(root / "hotspots" / "scenario.yaml"), "--space", str(root / "hotspots" / "tune.yaml")],
+            "sweep": ["sweep", str(root / "openb" / "sweep.yaml")]}[command]
+    assert "is not a folder" in error_line(capsys, *argv, "--out", a_file, "--no-progress")
+    assert "is not a folder" in error_line(capsys, *argv, "--out", f"{a_file}/sub", "--no-progress")
+    assert not list(tmp_path.glob(".*"))
+
+
+def _kubeconfig(tmp: Path) -> str:
+    """A kubeconfig naming a server nothing listens on: a command that got past its inputs would retry."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return write(tmp, "kubeconfig", {"apiVersion": "v1", "kind": "Config", "current-context": "x",
+                                     "clusters": [{"name": "x", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
+                                     "users": [{"name": "x", "user": {}}],
+                                     "contexts": [{"name": "x", "context": {"cluster": "x", "user": "x"}}]})
+
+
+def test_live_commands_read_their_files_like_every_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = write(tmp_path, "bad.yaml", BAD_FILES["not UTF-8"][0])
+    kc = _kubeconfig(tmp_path)
+    line = error_line(capsys, "capture", "--kubeconfig", bad, "--out", str(tmp_path / "c"), "--no-progress")
+    assert bad in line and "invalid kubeconfig" in line and "not UTF-8" in line
+    line = error_line(capsys, "capture", "--kubeconfig", kc, "--out", str(tmp_path / "c"), "--no-progress",
+                      "--prometheus", "http://127.0.0.1:9", "--prometheus-token-file", bad)
+    assert bad in line and "field --prometheus-token-file" in line and "not UTF-8" in line
+    assert not (tmp_path / "c").exists()
+
+
+@pytest.mark.parametrize("argv", [
+    ["scheduler", "--metrics", "{list}"],
+    ["scheduler", "--config", "{bad}"],
+    ["descheduler", "--policy", "{policy}", "--metrics", "{list}"],
+    ["descheduler", "--policy", "{bad}"],
+], ids=["scheduler-metrics", "scheduler-config", "descheduler-metrics", "descheduler-policy"])
+def test_live_processes_refuse_bad_files_before_contacting_the_cluster(argv: list[str], tmp_path: Path) -> None:
+    files = {"list": write(tmp_path, "list.yaml", ["a", "b"]), "bad": write(tmp_path, "bad.yaml", BAD_FILES["UTF-16"][0]),
+             "policy": write(tmp_path, "p.yaml", policy())}
+    args = [a.format(**files) for a in argv]
+    # A process: the live commands install their own signal handlers. A regression would retry the
+    # unreachable server until the timeout.
+    proc = subprocess.run([sys.executable, "-m", "kubesched", *args, "--kubeconfig", _kubeconfig(tmp_path), "--port", "0"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stdout == "" and proc.stderr.count("\n") == 1 and proc.stderr.startswith("error: ")
+    assert "Traceback" not in proc.stderr and any(f in proc.stderr for f in files.values())

@@ -216,7 +216,7 @@ def test_unreachable_server_is_one_line_and_exit_1(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("args", "expected"), [
     (["--kubeconfig", "{tmp}/missing"], "{tmp}/missing: cannot read kubeconfig: No such file or directory"),
-    (["--kubeconfig", "{tmp}/bad.yaml"], "{tmp}/bad.yaml: invalid kubeconfig YAML"),
+    (["--kubeconfig", "{tmp}/bad.yaml"], "{tmp}/bad.yaml: invalid kubeconfig: invalid YAML"),
     (["--kubeconfig", "{tmp}/kubeconfig", "--context", "prod"], "field --context: no context 'prod' in the kubeconfig; "
                                                                    "it has: double"),
     (["--kubeconfig", "{tmp}/kubeconfig", "--since", "yesterday"], "field --since: expected a duration"),

@@ -35,6 +35,8 @@ from kubesched.errors import InputError
 
 MAX_FILE_BYTES = 512 * 2**20
 MAX_DEPTH = 100
+# A bearer token file is small; a bigger file is the wrong file.
+TOKEN_BYTES = 1 * 2**20
 
 _STR_TAG = "tag:yaml.org,2002:str"
 _MERGE_TAG = "tag:yaml.org,2002:merge"

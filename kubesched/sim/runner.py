@@ -60,13 +60,18 @@ def resolve_variants(s: Scenario, cli: list[str]) -> list[VariantSpec]:
     """The scenario's variants, then each `--variant NAME=FILE` (replacing one of the same name)."""
     out = list(s.variants)
     interval = s.descheduler.interval if s.descheduler else 300.0
+    given: set[str] = set()
     for item in cli:
         name, sep, path = item.partition("=")
         if not sep or not name or not path:
             raise InputError(f"expected NAME=FILE, got {item!r}", field="--variant")
-        if not all(c.isalnum() or c in "-_." for c in name):
+        if not all(c.isalnum() or c in "-_." for c in name) or name in (".", ".."):
             raise InputError(f"expected a variant name of letters, digits, '-', '_' or '.', got {name!r}",
                              field="--variant")
+        if name in given:
+            raise InputError(f"variant {name!r} is given twice; give each --variant a name of its own",
+                             field="--variant")
+        given.add(name)
         v = load_variant_file(name, path, where=f"--variant {name}", interval=interval)
         out = [x for x in out if x.name != name] + [v]
     if not out:
