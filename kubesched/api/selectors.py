@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kubesched.api.fields import sequence
 from kubesched.errors import InputError
 
 LABEL_OPS = ("In", "NotIn", "Exists", "DoesNotExist")
@@ -110,15 +111,6 @@ NOTHING = LabelSelector(nothing=True)
 EVERYTHING = LabelSelector()
 
 
-def _seq(raw: Any, field: str) -> list[Any]:
-    """A list field (None is empty); anything else is an InputError naming the field."""
-    if raw is None:
-        return []
-    if not isinstance(raw, list):
-        raise InputError(f"expected a list, got {type(raw).__name__}", field=field)
-    return raw
-
-
 def parse_label_selector(raw: Any, field: str) -> LabelSelector:
     """Parse a metav1.LabelSelector; None gives the selector that matches nothing."""
     if raw is None:
@@ -134,7 +126,7 @@ def parse_label_selector(raw: Any, field: str) -> LabelSelector:
             reqs.append(Requirement(str(k), "In", (_label_value(ml[k]),)))
         except InputError as err:
             raise err.located(field_prefix=f"{field}.matchLabels.{k}") from None
-    for i, e in enumerate(_seq(raw.get("matchExpressions"), f"{field}.matchExpressions")):
+    for i, e in enumerate(sequence(raw.get("matchExpressions"), f"{field}.matchExpressions")):
         f = f"{field}.matchExpressions[{i}]"
         reqs.append(_parse_requirement(e, f, LABEL_OPS))
     return LabelSelector(tuple(reqs))
@@ -160,7 +152,7 @@ def _parse_requirement(e: Any, f: str, ops: tuple[str, ...]) -> Requirement:
     if op not in ops:
         raise InputError(f"expected one of {', '.join(ops)}, got {op!r}", field=f"{f}.operator")
     try:
-        values = tuple(_label_value(v) for v in _seq(e.get("values"), f"{f}.values"))
+        values = tuple(_label_value(v) for v in sequence(e.get("values"), f"{f}.values"))
     except InputError as err:
         raise err.located(field_prefix=None if err.field else f"{f}.values") from None
     if op in ("In", "NotIn") and not values and ops is LABEL_OPS:
@@ -214,12 +206,12 @@ def parse_node_selector_term(raw: Any, field: str) -> NodeSelectorTerm:
         raise InputError("expected a node selector term object", field=field)
     invalid = False
     exprs = []
-    for i, e in enumerate(_seq(raw.get("matchExpressions"), f"{field}.matchExpressions")):
+    for i, e in enumerate(sequence(raw.get("matchExpressions"), f"{field}.matchExpressions")):
         r = _parse_requirement(e, f"{field}.matchExpressions[{i}]", NODE_OPS)
         invalid = invalid or not _valid_node_requirement(r, label=True)
         exprs.append(r)
     fields = []
-    for i, e in enumerate(_seq(raw.get("matchFields"), f"{field}.matchFields")):
+    for i, e in enumerate(sequence(raw.get("matchFields"), f"{field}.matchFields")):
         r = _parse_requirement(e, f"{field}.matchFields[{i}]", NODE_OPS)
         invalid = invalid or not _valid_node_requirement(r, label=False)
         fields.append(r)
@@ -253,7 +245,7 @@ def parse_node_selector(raw: Any, field: str) -> NodeSelector:
     if not isinstance(raw, dict):
         raise InputError("expected a node selector object with nodeSelectorTerms", field=field)
     terms = tuple(parse_node_selector_term(t, f"{field}.nodeSelectorTerms[{i}]")
-                  for i, t in enumerate(_seq(raw.get("nodeSelectorTerms"), f"{field}.nodeSelectorTerms")))
+                  for i, t in enumerate(sequence(raw.get("nodeSelectorTerms"), f"{field}.nodeSelectorTerms")))
     return NodeSelector(terms)
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from kubesched.api.defaulting import with_admitted_priority
 from kubesched.api.documents import read_document, read_documents
+from kubesched.api.fields import sequence
 from kubesched.api.objects import (
     GenericObject,
     Namespace,
@@ -116,10 +117,7 @@ def check_quantities(raw: dict[str, Any]) -> None:
     if kind == "NodeMetrics":
         parse_resource_list(raw.get("usage"), "usage")
     elif kind == "PodMetrics":
-        containers = raw.get("containers")
-        if containers is not None and not isinstance(containers, list):
-            raise InputError(f"expected a list, got {type(containers).__name__}", field="containers")
-        for i, c in enumerate(containers or []):
+        for i, c in enumerate(sequence(raw.get("containers"), "containers")):
             if not isinstance(c, dict):
                 raise InputError("expected a container object", field=f"containers[{i}]")
             parse_resource_list(c.get("usage"), f"containers[{i}].usage")

@@ -32,6 +32,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from kubesched.api import fields
 from kubesched.errors import InputError
 
 SCHEDULER_GROUP = "kubescheduler.config.k8s.io"
@@ -115,30 +116,12 @@ def is_old_descheduler_policy(raw: Any) -> bool:
         and raw.get("apiVersion") == DESCHEDULER_V1ALPHA1
 
 
-def _obj(raw: Any, field: str) -> dict[str, Any]:
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict):
-        raise InputError(f"expected an object, got {type(raw).__name__}", field=field)
-    return raw
-
-
-def _list(raw: Any, field: str) -> list[Any]:
-    if raw is None:
-        return []
-    if not isinstance(raw, list):
-        raise InputError(f"expected a list, got {type(raw).__name__}", field=field)
-    return raw
-
-
 def _plugins_of(ps: Any, field: str, which: str) -> list[_Plugin]:
     out: list[_Plugin] = []
-    for i, p in enumerate(_list(_obj(ps, field).get(which), f"{field}.{which}")):
+    for i, p in enumerate(fields.sequence(fields.mapping(ps, field).get(which), f"{field}.{which}")):
         if not isinstance(p, dict) or not isinstance(p.get("name"), str) or not p.get("name"):
             raise InputError("expected a plugin with a name", field=f"{field}.{which}[{i}]")
-        w = p.get("weight")
-        if w is not None and (isinstance(w, bool) or not isinstance(w, int)):
-            raise InputError(f"expected an integer weight, got {w!r}", field=f"{field}.{which}[{i}].weight")
+        w = fields.optional_integer(p.get("weight"), f"{field}.{which}[{i}].weight", what="an integer weight")
         out.append((p["name"], w))
     return out
 
@@ -189,11 +172,11 @@ def convert_scheduler_config(raw: dict[str, Any]) -> tuple[dict[str, Any], list[
             notes.append(f"{key} is not a v1 field (it configured the process, not scheduling): dropped")
             continue
         out[key] = copy.deepcopy(value)
-    profiles_raw = _list(raw.get("profiles"), "profiles") or [{}]
+    profiles_raw = fields.sequence(raw.get("profiles"), "profiles") or [{}]
     profiles = []
     for i, p in enumerate(profiles_raw):
         field = f"profiles[{i}]"
-        prof = _obj(p, field)
+        prof = fields.mapping(p, field)
         if short == "v1beta3":
             profiles.append(_convert_profile_v1beta3(prof, field, notes))
         else:
@@ -209,17 +192,17 @@ def convert_scheduler_config(raw: dict[str, Any]) -> tuple[dict[str, Any], list[
 
 def _convert_profile_v1beta3(prof: dict[str, Any], field: str, notes: list[str]) -> dict[str, Any]:
     out = copy.deepcopy(prof)
-    plugins = _obj(out.get("plugins"), f"{field}.plugins")
+    plugins = fields.mapping(out.get("plugins"), f"{field}.plugins")
     for point, ps in plugins.items():
-        pset = _obj(ps, f"{field}.plugins.{point}")
-        enabled = _list(pset.get("enabled"), f"{field}.plugins.{point}.enabled")
+        pset = fields.mapping(ps, f"{field}.plugins.{point}")
+        enabled = fields.sequence(pset.get("enabled"), f"{field}.plugins.{point}.enabled")
         kept = [e for e in enabled if not (isinstance(e, dict) and e.get("name") in V1_INVALID_PLUGINS)]
         for e in enabled:
             if isinstance(e, dict) and e.get("name") in V1_INVALID_PLUGINS:
                 notes.append(f"{field}.plugins.{point}: {e['name']} dropped ({_DROPPED[e['name']]})")
         if len(kept) != len(enabled):
             pset["enabled"] = kept
-    pcs = _list(out.get("pluginConfig"), f"{field}.pluginConfig")
+    pcs = fields.sequence(out.get("pluginConfig"), f"{field}.pluginConfig")
     out_pcs = []
     for pc in pcs:
         if isinstance(pc, dict):
@@ -234,7 +217,7 @@ def _convert_profile_v1beta3(prof: dict[str, Any], field: str, notes: list[str])
 
 def _convert_profile_per_point(prof: dict[str, Any], field: str, version: str, notes: list[str]) -> dict[str, Any]:
     defaults = _V1BETA1_DEFAULTS if version == "v1beta1" else _V1BETA2_DEFAULTS
-    plugins_raw = _obj(prof.get("plugins"), f"{field}.plugins")
+    plugins_raw = fields.mapping(prof.get("plugins"), f"{field}.plugins")
     for point in plugins_raw:
         if point not in OLD_POINTS or (point == "preEnqueue" and version == "v1beta1"):
             raise InputError(f"unknown extension point {point!r} in {version}", field=f"{field}.plugins.{point}")
@@ -244,8 +227,8 @@ def _convert_profile_per_point(prof: dict[str, Any], field: str, version: str, n
                                    append=version == "v1beta1") for point in OLD_POINTS}
     configs: dict[str, Any] = {}
     order: list[str] = []
-    for i, pc in enumerate(_list(prof.get("pluginConfig"), f"{field}.pluginConfig")):
-        pcd = _obj(pc, f"{field}.pluginConfig[{i}]")
+    for i, pc in enumerate(fields.sequence(prof.get("pluginConfig"), f"{field}.pluginConfig")):
+        pcd = fields.mapping(pc, f"{field}.pluginConfig[{i}]")
         name = pcd.get("name")
         if not isinstance(name, str):
             raise InputError("expected a plugin name", field=f"{field}.pluginConfig[{i}].name")
@@ -261,8 +244,8 @@ def _convert_profile_per_point(prof: dict[str, Any], field: str, version: str, n
     if strategies:
         old, weight = strategies[0]
         effective["score"] = [("NodeResourcesFit", weight) if n == old else (n, w) for n, w in effective["score"]]
-        fit_args = _obj(configs.get("NodeResourcesFit"), f"{field}.pluginConfig[NodeResourcesFit].args")
-        old_args = _obj(configs.pop(old, None), f"{field}.pluginConfig[{old}].args")
+        fit_args = fields.mapping(configs.get("NodeResourcesFit"), f"{field}.pluginConfig[NodeResourcesFit].args")
+        old_args = fields.mapping(configs.pop(old, None), f"{field}.pluginConfig[{old}].args")
         strategy: dict[str, Any] = {"type": _FIT_STRATEGIES[old]}
         resources = old_args.get("resources")
         strategy["resources"] = copy.deepcopy(resources) if resources is not None else \
@@ -324,16 +307,14 @@ _PARAMS = ("nodeResourceUtilizationThresholds", "nodeAffinityType", "podsHavingT
 
 
 def _check_fields(d: dict[str, Any], allowed: tuple[str, ...], field: str) -> None:
-    for k in d:
-        if k not in allowed:
-            raise InputError(f'unknown field "{k}"', field=f"{field}.{k}" if field else str(k))
+    fields.check_known(d, field, allowed, message='unknown field "{key}"', meta=False)
 
 
 def _namespaces(raw: Any, field: str) -> dict[str, Any] | None:
     """v1alpha1NamespacesToInternal: a nil namespaces stays nil."""
     if raw is None:
         return None
-    d = _obj(raw, field)
+    d = fields.mapping(raw, field)
     _check_fields(d, ("include", "exclude"), field)
     out: dict[str, Any] = {}
     if d.get("include") is not None:
@@ -361,7 +342,7 @@ def _strategy_args(name: str, params: dict[str, Any], field: str, notes: list[st
         if params.get("includedTaints"):
             notes.append(f"{field}.includedTaints is not carried over by upstream's conversion: dropped")
     elif name == "RemoveFailedPods":
-        fp = _obj(params.get("failedPods"), f"{field}.failedPods")
+        fp = fields.mapping(params.get("failedPods"), f"{field}.failedPods")
         _put(args, "namespaces", ns)
         _put(args, "labelSelector", label_selector)
         _put(args, "includingInitContainers", fp.get("includingInitContainers"))
@@ -376,22 +357,22 @@ def _strategy_args(name: str, params: dict[str, Any], field: str, notes: list[st
         _put(args, "namespaces", ns)
         _put(args, "labelSelector", label_selector)
     elif name == "RemovePodsHavingTooManyRestarts":
-        tm = _obj(params.get("podsHavingTooManyRestarts"), f"{field}.podsHavingTooManyRestarts")
+        tm = fields.mapping(params.get("podsHavingTooManyRestarts"), f"{field}.podsHavingTooManyRestarts")
         _put(args, "namespaces", ns)
         _put(args, "labelSelector", label_selector)
         _put(args, "podRestartThreshold", tm.get("podRestartThreshold"))
         _put(args, "includingInitContainers", tm.get("includingInitContainers"))
     elif name == "PodLifeTime":
-        pl = _obj(params.get("podLifeTime"), f"{field}.podLifeTime")
-        states = list(_list(pl.get("podStatusPhases"), f"{field}.podLifeTime.podStatusPhases")) + \
-            list(_list(pl.get("states"), f"{field}.podLifeTime.states"))
+        pl = fields.mapping(params.get("podLifeTime"), f"{field}.podLifeTime")
+        states = list(fields.sequence(pl.get("podStatusPhases"), f"{field}.podLifeTime.podStatusPhases")) + \
+            list(fields.sequence(pl.get("states"), f"{field}.podLifeTime.states"))
         _put(args, "namespaces", ns)
         _put(args, "labelSelector", label_selector)
         _put(args, "maxPodLifeTimeSeconds", pl.get("maxPodLifeTimeSeconds"))
         _put(args, "states", states)
     elif name == "RemoveDuplicates":
         _put(args, "namespaces", ns)
-        rd = _obj(params.get("removeDuplicates"), f"{field}.removeDuplicates")
+        rd = fields.mapping(params.get("removeDuplicates"), f"{field}.removeDuplicates")
         _put(args, "excludeOwnerKinds", rd.get("excludeOwnerKinds"))
     elif name == "RemovePodsViolatingTopologySpreadConstraint":
         _put(args, "namespaces", ns)
@@ -399,7 +380,7 @@ def _strategy_args(name: str, params: dict[str, Any], field: str, notes: list[st
         args["constraints"] = ["DoNotSchedule"] + (["ScheduleAnyway"] if params.get("includeSoftConstraints") else [])
         args["topologyBalanceNodeFit"] = True
     else:  # LowNodeUtilization, HighNodeUtilization
-        th = _obj(params.get("nodeResourceUtilizationThresholds"), f"{field}.nodeResourceUtilizationThresholds")
+        th = fields.mapping(params.get("nodeResourceUtilizationThresholds"), f"{field}.nodeResourceUtilizationThresholds")
         _put(args, "evictableNamespaces", ns)
         args["thresholds"] = copy.deepcopy(th.get("thresholds") or {})
         if name == "LowNodeUtilization":
@@ -417,10 +398,7 @@ def convert_descheduler_policy(raw: dict[str, Any]) -> tuple[dict[str, Any], lis
     flags = {}
     for key in ("evictLocalStoragePods", "evictDaemonSetPods", "evictSystemCriticalPods", "ignorePvcPods",
                 "evictFailedBarePods"):
-        v = raw.get(key)
-        if v is not None and not isinstance(v, bool):
-            raise InputError(f"expected true or false, got {v!r}", field=key)
-        flags[key] = bool(v)
+        flags[key] = raw.get(key) is not None and fields.boolean(raw[key], key)
     out: dict[str, Any] = {"apiVersion": DESCHEDULER_V1ALPHA2, "kind": "DeschedulerPolicy"}
     for key in ("nodeSelector", "maxNoOfPodsToEvictPerNode", "maxNoOfPodsToEvictPerNamespace"):
         if raw.get(key) is not None:
@@ -428,22 +406,20 @@ def convert_descheduler_policy(raw: dict[str, Any]) -> tuple[dict[str, Any], lis
     if raw.get("maxNoOfPodsToEvictTotal") is not None:
         notes.append("maxNoOfPodsToEvictTotal is not carried over by the descheduler's v1alpha1 conversion: dropped "
                      "(set it again in the v1alpha2 policy if you want it)")
-    strategies = _obj(raw.get("strategies"), "strategies")
+    strategies = fields.mapping(raw.get("strategies"), "strategies")
     profiles = []
     for name in sorted(strategies, key=str):
         field = f"strategies.{name}"
-        strategy = _obj(strategies[name], field)
+        strategy = fields.mapping(strategies[name], field)
         _check_fields(strategy, ("enabled", "weight", "params"), field)
         if name not in _BALANCE and name not in _DESCHEDULE:
             raise InputError(f"unknown strategy name: {name}; known: {', '.join(sorted(_BALANCE + _DESCHEDULE))}",
                              field=field)
-        enabled = strategy.get("enabled", False)
-        if not isinstance(enabled, bool):
-            raise InputError(f"expected true or false, got {enabled!r}", field=f"{field}.enabled")
+        enabled = strategy.get("enabled") is not None and fields.boolean(strategy["enabled"], f"{field}.enabled")
         if not enabled:
             continue
         params_raw = strategy.get("params")
-        params = _obj(params_raw, f"{field}.params")
+        params = fields.mapping(params_raw, f"{field}.params")
         _check_fields(params, _PARAMS, f"{field}.params")
         if params.get("thresholdPriority") is not None and params.get("thresholdPriorityClassName"):
             raise InputError(f"priority threshold misconfigured for plugin {name}: only one of thresholdPriority and "
