@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 from fractions import Fraction
 from typing import Any
 
-from kubesched.api.fields import integer, label_map, mapping, sequence
-from kubesched.api.quantity import parse_quantity
+from kubesched.api.fields import INT32, INT64, integer, label_map, mapping, sequence
+from kubesched.api.quantity import format_quantity, milli_value_of, parse_quantity, value_of
 from kubesched.api.selectors import (
     NOTHING,
     LabelSelector,
@@ -55,18 +55,38 @@ def parse_time(value: Any, field: str) -> datetime | None:
     return t
 
 
-def _int(raw: Any, field: str, default: int | None = None) -> int | None:
-    """An integer field of an object (numeric strings too, as kubectl-made documents may carry them)."""
-    return default if raw is None else integer(raw, field, strings=True)
+def _int(raw: Any, field: str, default: int | None = None, bits: int = INT64) -> int | None:
+    """An integer field of a Go type of `bits` bits (int32 or int64): out-of-range values are errors, as the
+    API server's decoder makes them (numeric strings and whole floats too, as kubectl-made documents may
+    carry them)."""
+    if raw is None:
+        return default
+    if type(raw) is int and -(1 << (bits - 1)) <= raw < (1 << (bits - 1)):
+        return raw  # the common case, kept cheap
+    return integer(raw, field, bits=bits, whole_floats=True, strings=True)
+
+
+INT64_MAX = 2**63 - 1
 
 
 def parse_resource_list(raw: Any, field: str) -> ResourceList:
+    """A ResourceList: every quantity non-negative (ValidateResourceQuantityValue) and within the int64 units the
+    scheduler counts in (millicores for cpu, Value() for the rest)."""
     out: ResourceList = {}
     for name, value in mapping(raw, field).items():
         try:
-            out[str(name)] = parse_quantity(value)
+            q = parse_quantity(value)
         except ValueError as e:
             raise InputError(str(e), field=f"{field}.{name}") from None
+        if q < 0:
+            raise InputError(f'Invalid value: "{format_quantity(q)}": must be greater than or equal to 0',
+                             field=f"{field}.{name}")
+        units = milli_value_of(q) if name == "cpu" else value_of(q)
+        if units > INT64_MAX:
+            unit = "millicores" if name == "cpu" else "units"
+            raise InputError(f'Invalid value: "{value}": too large; the scheduler counts {name} in 64-bit {unit} '
+                             f"(at most {INT64_MAX})", field=f"{field}.{name}")
+        out[str(name)] = q
     return out
 
 
@@ -260,7 +280,7 @@ def _parse_weighted_terms(raw: Any, field: str) -> tuple[WeightedPodAffinityTerm
     for i, w in enumerate(sequence(raw, field)):
         f = f"{field}[{i}]"
         wd = mapping(w, f)
-        out.append(WeightedPodAffinityTerm(_int(wd.get("weight"), f"{f}.weight", 0) or 0,
+        out.append(WeightedPodAffinityTerm(_int(wd.get("weight"), f"{f}.weight", 0, bits=INT32) or 0,
                                            _parse_pod_affinity_term(wd.get("podAffinityTerm"), f"{f}.podAffinityTerm")))
     return tuple(out)
 
@@ -278,7 +298,7 @@ def parse_affinity(raw: Any, field: str) -> Affinity:
                                 f"{field}.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution")):
         f = f"{field}.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[{i}]"
         pd = mapping(p, f)
-        pref.append(PreferredSchedulingTerm(_int(pd.get("weight"), f"{f}.weight", 0) or 0,
+        pref.append(PreferredSchedulingTerm(_int(pd.get("weight"), f"{f}.weight", 0, bits=INT32) or 0,
                                             parse_node_selector_term(pd.get("preference"), f"{f}.preference")))
     rk = "requiredDuringSchedulingIgnoredDuringExecution"
     pk = "preferredDuringSchedulingIgnoredDuringExecution"
@@ -314,7 +334,7 @@ def parse_topology_spread_constraint(raw: Any, field: str) -> TopologySpreadCons
     wu = d.get("whenUnsatisfiable")
     if wu not in ("DoNotSchedule", "ScheduleAnyway"):
         raise InputError(f"expected DoNotSchedule or ScheduleAnyway, got {wu!r}", field=f"{field}.whenUnsatisfiable")
-    max_skew = _int(d.get("maxSkew"), f"{field}.maxSkew")
+    max_skew = _int(d.get("maxSkew"), f"{field}.maxSkew", bits=INT32)
     if max_skew is None or max_skew <= 0:
         raise InputError("expected a positive integer", field=f"{field}.maxSkew")
     key = d.get("topologyKey")
@@ -328,7 +348,7 @@ def parse_topology_spread_constraint(raw: Any, field: str) -> TopologySpreadCons
         topology_key=key,
         when_unsatisfiable=wu,
         label_selector=parse_label_selector(d.get("labelSelector"), f"{field}.labelSelector"),
-        min_domains=_int(d.get("minDomains"), f"{field}.minDomains"),
+        min_domains=_int(d.get("minDomains"), f"{field}.minDomains", bits=INT32),
         node_affinity_policy=d.get("nodeAffinityPolicy"),
         node_taints_policy=d.get("nodeTaintsPolicy"),
         match_label_keys=tuple(str(k) for k in sequence(d.get("matchLabelKeys"), f"{field}.matchLabelKeys")),
@@ -368,8 +388,8 @@ def parse_container(raw: Any, field: str) -> Container:
     for i, p in enumerate(sequence(d.get("ports"), f"{field}.ports")):
         f = f"{field}.ports[{i}]"
         pd = mapping(p, f)
-        ports.append(ContainerPort(_int(pd.get("containerPort"), f"{f}.containerPort", 0) or 0,
-                                   _int(pd.get("hostPort"), f"{f}.hostPort", 0) or 0,
+        ports.append(ContainerPort(_int(pd.get("containerPort"), f"{f}.containerPort", 0, bits=INT32) or 0,
+                                   _int(pd.get("hostPort"), f"{f}.hostPort", 0, bits=INT32) or 0,
                                    str(pd.get("protocol") or "TCP"), str(pd.get("hostIP") or "")))
     return Container(
         name=str(d.get("name") or ""),
@@ -524,7 +544,7 @@ def parse_pod(raw: dict[str, Any]) -> Pod:
             meta=meta,
             node_name=str(spec.get("nodeName") or ""),
             scheduler_name=str(spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME),
-            priority=_int(spec.get("priority"), "spec.priority"),
+            priority=_int(spec.get("priority"), "spec.priority", bits=INT32),
             priority_class_name=str(spec.get("priorityClassName") or ""),
             preemption_policy=spec.get("preemptionPolicy"),
             containers=[parse_container(c, f"spec.containers[{i}]")
@@ -723,19 +743,17 @@ def _int_or_percent(v: Any, field: str) -> int | str | None:
     if isinstance(v, bool):
         raise InputError(f"expected an integer or a percentage, got {v!r}", field=field)
     if isinstance(v, int):
-        return v
-    if isinstance(v, str):
-        if v.endswith("%"):
-            try:
-                int(v[:-1])
-            except ValueError:
-                raise InputError(f"expected an integer or a percentage, got {v!r}", field=field) from None
-            return v
+        number = v
+    elif isinstance(v, str):
         try:
-            return int(v)
+            number = int(v[:-1] if v.endswith("%") else v)
         except ValueError:
             raise InputError(f"expected an integer or a percentage, got {v!r}", field=field) from None
-    raise InputError(f"expected an integer or a percentage, got {v!r}", field=field)
+    else:
+        raise InputError(f"expected an integer or a percentage, got {v!r}", field=field)
+    if not -(2**31) <= number < 2**31:
+        raise InputError(f"expected an int32 or a percentage, got {v!r} (out of range)", field=field)
+    return v if isinstance(v, int) or v.endswith("%") else number
 
 
 def parse_namespace(raw: dict[str, Any]) -> Namespace:
@@ -745,7 +763,7 @@ def parse_namespace(raw: dict[str, Any]) -> Namespace:
 def parse_priority_class(raw: dict[str, Any]) -> PriorityClass:
     meta = parse_meta(raw, "PriorityClass", namespaced=False)
     try:
-        value = _int(raw.get("value"), "value", 0) or 0
+        value = _int(raw.get("value"), "value", 0, bits=INT32) or 0
     except InputError as e:
         raise e.located(obj=f"PriorityClass {meta.name}") from None
     return PriorityClass(meta, value, bool(raw.get("globalDefault", False)), raw.get("preemptionPolicy"), raw)
@@ -765,10 +783,10 @@ def parse_pdb(raw: dict[str, Any]) -> PodDisruptionBudget:
             selector=parse_label_selector(sel, "spec.selector") if sel is not None else NOTHING,
             min_available=_int_or_percent(spec.get("minAvailable"), "spec.minAvailable"),
             max_unavailable=_int_or_percent(spec.get("maxUnavailable"), "spec.maxUnavailable"),
-            disruptions_allowed=_int(status.get("disruptionsAllowed"), "status.disruptionsAllowed", 0) or 0,
-            current_healthy=_int(status.get("currentHealthy"), "status.currentHealthy", 0) or 0,
-            desired_healthy=_int(status.get("desiredHealthy"), "status.desiredHealthy", 0) or 0,
-            expected_pods=_int(status.get("expectedPods"), "status.expectedPods", 0) or 0,
+            disruptions_allowed=_int(status.get("disruptionsAllowed"), "status.disruptionsAllowed", 0, bits=INT32) or 0,
+            current_healthy=_int(status.get("currentHealthy"), "status.currentHealthy", 0, bits=INT32) or 0,
+            desired_healthy=_int(status.get("desiredHealthy"), "status.desiredHealthy", 0, bits=INT32) or 0,
+            expected_pods=_int(status.get("expectedPods"), "status.expectedPods", 0, bits=INT32) or 0,
             disrupted_pods=disrupted,
             raw=raw,
         )
@@ -780,6 +798,14 @@ def parse_pvc(raw: dict[str, Any]) -> PersistentVolumeClaim:
     meta = parse_meta(raw, "PersistentVolumeClaim", namespaced=True)
     spec = mapping(raw.get("spec"), "spec") if isinstance(raw.get("spec"), dict) else {}
     status = mapping(raw.get("status"), "status") if isinstance(raw.get("status"), dict) else {}
+    res = spec.get("resources")
+    try:
+        if isinstance(res, dict):
+            parse_resource_list(res.get("requests"), "spec.resources.requests")
+            parse_resource_list(res.get("limits"), "spec.resources.limits")
+        sequence(spec.get("accessModes"), "spec.accessModes")
+    except InputError as e:
+        raise e.located(obj=f"PersistentVolumeClaim {meta.key}") from None
     return PersistentVolumeClaim(meta, spec.get("storageClassName"), tuple(spec.get("accessModes") or ()),
                                  str(spec.get("volumeName") or ""), str(status.get("phase") or ""), raw)
 

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from kubesched.api.defaulting import with_admitted_priority
+from kubesched.api.documents import read_document, read_documents
+from kubesched.api.fields import sequence
 from kubesched.api.objects import (
     GenericObject,
     Namespace,
@@ -27,11 +26,28 @@ from kubesched.api.objects import (
     parse_pod,
     parse_priority_class,
     parse_pvc,
+    parse_resource_list,
     parse_workload,
 )
 from kubesched.api.scheduling import ElasticQuota, PodGroup, parse_elastic_quota, parse_pod_group
 from kubesched.api.topology import NodeResourceTopology, parse_node_resource_topology
+from kubesched.api.validation import validate
+from kubesched.diagnostics import warn
 from kubesched.errors import InputError
+
+__all__ = ["Snapshot", "iter_objects", "load_snapshot", "parse_objects", "read_document", "read_documents"]
+
+STORED_NOTE = {"api-server": "the API server would refuse this object",
+               "kubelet": "no kubelet reports this: allocatable is capacity minus reservations"}
+
+# Every kind some part of kubesched reads from a snapshot; any other kind is named in a warning (read nothing
+# from it). A third-party plugin that reads another kind adds it here.
+READ_KINDS: set[str] = {
+    "Node", "Pod", "Namespace", "PriorityClass", "PodDisruptionBudget", "PersistentVolumeClaim",
+    "Service", "ReplicaSet", "ReplicationController", "StatefulSet", "Deployment", "DaemonSet", "Job", "CronJob",
+    "PersistentVolume", "StorageClass", "CSINode", "CSIDriver", "CSIStorageCapacity",
+    "NodeMetrics", "PodMetrics", "NodeMetric",
+}
 
 WORKLOAD_KINDS = ("Service", "ReplicaSet", "ReplicationController", "StatefulSet")
 
@@ -44,54 +60,16 @@ TYPED_OTHERS: dict[str, Callable[[dict[str, Any]], OtherObject]] = {
 }
 
 
-def _yaml_loader() -> type[yaml.SafeLoader]:
-    # The C loader is several times faster on large snapshots; fall back where libyaml is missing.
-    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-def read_documents(path: str | Path) -> list[Any]:
-    """Every document in a YAML or JSON file (multi-document YAML gives several)."""
-    p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as e:
-        raise InputError(f"cannot read file: {e.strerror or e}", file=str(path)) from None
-    stripped = text.lstrip()
-    if stripped.startswith("{") or stripped.startswith("["):
-        try:
-            return [json.loads(text)]
-        except json.JSONDecodeError as e:
-            # JSON is YAML too; only if YAML also fails is it an error.
-            try:
-                return [d for d in yaml.load_all(text, Loader=_yaml_loader()) if d is not None]
-            except yaml.YAMLError:
-                raise InputError(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}", file=str(path)) from None
-    try:
-        return [d for d in yaml.load_all(text, Loader=_yaml_loader()) if d is not None]
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise InputError(f"invalid YAML{where}: {problem}", file=str(path)) from None
-
-
-def read_document(path: str | Path, what: str) -> dict[str, Any]:
-    """Exactly one object document (a configuration file)."""
-    docs = read_documents(path)
-    if len(docs) != 1 or not isinstance(docs[0], dict):
-        raise InputError(f"expected one {what} object, found {len(docs)} document(s)", file=str(path))
-    return docs[0]
-
-
-def iter_objects(docs: list[Any], file: str) -> Iterator[dict[str, Any]]:
+def iter_objects(docs: list[Any], file: str, container: str = "") -> Iterator[dict[str, Any]]:
     """Flatten Lists (and JSON arrays) into objects."""
     for i, doc in enumerate(docs):
+        where = f"{container} item {i + 1}" if container else f"document {i + 1}"
         if isinstance(doc, list):
             yield from iter_objects(doc, file)
             continue
         if not isinstance(doc, dict):
-            raise InputError(f"document {i + 1}: expected an object with apiVersion and kind, got "
-                             f"{type(doc).__name__}", file=file)
+            raise InputError(f"{where}: expected an object with apiVersion and kind, got {type(doc).__name__}",
+                             file=file)
         kind = doc.get("kind")
         if isinstance(kind, str) and kind.endswith("List") and "items" in doc:
             items = doc.get("items") or []
@@ -103,11 +81,12 @@ def iter_objects(docs: list[Any], file: str) -> Iterator[dict[str, Any]]:
                 item_kind, api = kind[: -len("List")], doc.get("apiVersion")
                 items = [{"apiVersion": api, "kind": item_kind, **i} if isinstance(i, dict) and "kind" not in i
                          else i for i in items]
-            yield from iter_objects(items, file)
+            yield from iter_objects(items, file, kind)
             continue
         if not isinstance(kind, str) or not kind:
-            name = (doc.get("metadata") or {}).get("name") if isinstance(doc.get("metadata"), dict) else None
-            raise InputError("expected a kind", file=file, obj=f"object {name}" if name else f"document {i + 1}",
+            meta = doc.get("metadata")
+            name = meta.get("name") if isinstance(meta, dict) else None
+            raise InputError("expected a kind", file=file, obj=f"object {name}" if isinstance(name, str) else where,
                              field="kind")
         yield doc
 
@@ -141,9 +120,30 @@ _TARGET = {"Node": "nodes", "Pod": "pods", "Namespace": "namespaces", "PriorityC
            "PodDisruptionBudget": "pdbs", "PersistentVolumeClaim": "pvcs"}
 
 
+def check_quantities(raw: dict[str, Any]) -> None:
+    """The quantities of the other kinds kubesched computes with (usage, volume sizes): non-negative and within
+    the int64 units, like a Pod's or a Node's."""
+    kind = raw.get("kind")
+    if kind == "NodeMetrics":
+        parse_resource_list(raw.get("usage"), "usage")
+    elif kind == "PodMetrics":
+        for i, c in enumerate(sequence(raw.get("containers"), "containers")):
+            if not isinstance(c, dict):
+                raise InputError("expected a container object", field=f"containers[{i}]")
+            parse_resource_list(c.get("usage"), f"containers[{i}].usage")
+    elif kind == "PersistentVolume":
+        spec = raw.get("spec")
+        if isinstance(spec, dict):
+            parse_resource_list(spec.get("capacity"), "spec.capacity")
+
+
 def parse_objects(objects: list[dict[str, Any]], file: str, snap: Snapshot | None = None) -> Snapshot:
+    """Typed objects from decoded ones. What the API server would refuse but kubesched can read (a name that is
+    not a DNS subdomain, a pod without containers — upstream's unit-test fixtures have both) is a warning:
+    these are stored objects, read as they are."""
     snap = snap if snap is not None else Snapshot()
     seen: set[tuple[str, str]] = set()
+    ignored: dict[str, int] = {}
     for raw in objects:
         kind = raw["kind"]
         try:
@@ -163,6 +163,7 @@ def parse_objects(objects: list[dict[str, Any]], file: str, snap: Snapshot | Non
                 ident = (kind, typed.meta.key if typed.meta is not None else "")
             else:
                 meta = parse_meta(raw, kind, namespaced=True) if isinstance(raw.get("metadata"), dict) else None
+                check_quantities(raw)
                 snap.others.append(GenericObject(kind, str(raw.get("apiVersion", "")), meta, raw))
                 ident = (kind, meta.key) if meta else (kind, str(id(raw)))
         except InputError as e:
@@ -170,6 +171,15 @@ def parse_objects(objects: list[dict[str, Any]], file: str, snap: Snapshot | Non
         if ident in seen and (kind in _PARSERS or kind in TYPED_OTHERS):
             raise InputError("duplicate object", file=file, obj=f"{kind} {ident[1]}")
         seen.add(ident)
+        if kind not in READ_KINDS:
+            ignored[kind] = ignored.get(kind, 0) + 1
+        if kind in _PARSERS or kind in WORKLOAD_KINDS:
+            for problem in validate(raw):
+                warn(f"{problem.body} ({STORED_NOTE[problem.by]}; read as given)", file=file,
+                     obj=f"{kind} {ident[1]}", field=problem.field)
+    if ignored:
+        held = ", ".join(f"{n} {k}" for k, n in sorted(ignored.items()))
+        warn(f"not read (no part of kubesched uses these kinds): {held}", file=file)
     if snap.pods:
         classes = {pc.meta.name: pc for pc in snap.priority_classes}
         snap.pods = [with_admitted_priority(p, classes) for p in snap.pods]
