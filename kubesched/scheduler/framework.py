@@ -403,6 +403,12 @@ class ShapeCache:
         self._generation = -1
         self._limit = limit
 
+    def peek(self, cluster: ClusterState, key: Hashable) -> Any:
+        """The value kept for `key` if it is still current, else None (computes nothing)."""
+        if cluster.node_generation != self._generation:
+            return None
+        return self._data.get(key)
+
     def get(self, cluster: ClusterState, key: Hashable, compute: Callable[[], Any]) -> Any:
         if cluster.node_generation != self._generation or len(self._data) > self._limit:
             self._data.clear()

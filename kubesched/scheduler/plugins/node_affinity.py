@@ -54,6 +54,8 @@ ERR_REASON_CONFLICT = "pod affinity terms conflict"
 OBJECT_NAME_FIELD = "metadata.name"
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+# Up to this many rows, a pod shape without a cached mask is evaluated on those rows only.
+FEW_ROWS = 16
 
 
 # ---------------------------------------------------------------- args (NodeAffinityArgs)
@@ -304,11 +306,20 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
         if not pod.node_selector and pod.affinity.node_required is None:
             return mask
 
+        key = ("pod", self._pod_shape(pod))
+        if len(rows) <= FEW_ROWS and self._cache.peek(cluster, (id(cluster), key)) is None:
+            # A few nodes (PreFilterResult's named nodes, a nominated node) of a shape not seen yet: pinned
+            # pods each have their own shape, so a mask over every node would be computed for nothing.
+            infos = cluster.node_infos
+            mask &= np.fromiter((required_node_affinity_matches(pod, infos[r].node.labels, infos[r].node.name)
+                                 for r in rows.tolist()), dtype=bool, count=len(rows))
+            return mask
+
         def compute_pod() -> np.ndarray:
             return np.fromiter((required_node_affinity_matches(pod, i.node.labels, i.node.name)
                                 for i in cluster.node_infos), dtype=bool, count=cluster.num_nodes)
 
-        mask &= node_static_mask(self._cache, cluster, ("pod", self._pod_shape(pod)), compute_pod)[rows]
+        mask &= node_static_mask(self._cache, cluster, key, compute_pod)[rows]
         return mask
 
     # ------------------------------------------------------------ score
