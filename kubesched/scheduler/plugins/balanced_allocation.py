@@ -16,7 +16,7 @@ from kubesched.api import fields
 from kubesched.api.objects import Pod
 from kubesched.cluster.state import ClusterState, NodeInfo
 from kubesched.config.plugin_args import PluginArgs
-from kubesched.scheduler.framework import ClusterEvent, CycleState, PreScorePlugin, ScorePlugin, Status, skip
+from kubesched.scheduler.framework import SUCCESS, ClusterEvent, CycleState, PreScorePlugin, ScorePlugin, Status, skip
 from kubesched.scheduler.plugins import resource_allocation as ra
 
 PRE_SCORE_KEY = "PreScoreNodeResourcesBalancedAllocation"
@@ -52,7 +52,7 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
         if not req.any():
             return skip()
         state.write(PRE_SCORE_KEY, req)
-        return Status()
+        return SUCCESS
 
     def _pod_req(self, state: CycleState, pod: Pod) -> np.ndarray:
         req = state.read(PRE_SCORE_KEY)

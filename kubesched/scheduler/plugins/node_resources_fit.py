@@ -21,6 +21,7 @@ from kubesched.cluster.state import ClusterState, NodeInfo
 from kubesched.config.plugin_args import PluginArgs
 from kubesched.errors import InputError
 from kubesched.scheduler.framework import (
+    SUCCESS,
     ClusterEvent,
     Code,
     CycleState,
@@ -131,6 +132,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         strategy = args.scoring_strategy
         self.strategy = strategy.type
         self._row_cache = ra.RowCache()
+        self._checks_memo: dict[int, tuple[Any, Any, list[tuple[int, int]], Any]] = {}
         self.resources = [r.name for r in strategy.resources]
         self.weights = np.array([r.weight for r in strategy.resources], dtype=np.int64)
         # MaxCustomPriorityScore is 10: shape scores scale to the scheduler's 0..100.
@@ -144,7 +146,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
 
     def pre_filter(self, state: CycleState, pod: Pod, cluster: ClusterState) -> tuple[PreFilterResult | None, Status]:
         state.write(PRE_FILTER_KEY, scheduler_request(pod))
-        return None, Status()
+        return None, SUCCESS
 
     def _checked(self, request: dict[str, int]) -> list[str]:
         """Resources the filter compares, in upstream's order (cpu, memory, ephemeral-storage, scalars)."""
@@ -174,14 +176,22 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
                     code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
         if reasons:
             return Status(code, reasons)
-        return Status()
+        return SUCCESS
 
     def filter_nodes(self, state: CycleState, pod: Pod, cluster: ClusterState, rows: np.ndarray) -> np.ndarray:
         request = state.read(PRE_FILTER_KEY)
         if request is None:
             request = scheduler_request(pod)
         t = cluster.table
-        checks = [(t.ensure_resource(r), request[r]) for r in self._checked(request)]
+        # Requests are shared by the pods of one shape (memo_by_shape): their checks are worked out once.
+        memo = self._checks_memo.get(id(request))
+        if memo is None or memo[0] is not request or memo[1] is not t:
+            checks = [(t.ensure_resource(r), request[r]) for r in self._checked(request)]
+            if len(self._checks_memo) > 256:
+                self._checks_memo.clear()
+            memo = self._checks_memo[id(request)] = (request, t, checks,
+                                                     ("fit", tuple((t.resources[col], v) for col, v in checks)))
+        checks, key = memo[2], memo[3]
 
         def full() -> np.ndarray:
             n = t.n
@@ -195,14 +205,13 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
                         and all(int(t.requested[r, col]) <= int(t.alloc[r, col]) - v for col, v in checks))
 
         # The verdict on a node reads only that node's numbers: kept per request shape, row by row.
-        key = ("fit", tuple((t.resources[col], v) for col, v in checks))
         return self._row_cache.values(t, key, full, one)[rows]
 
     # ------------------------------------------------------------ score
 
     def pre_score(self, state: CycleState, pod: Pod, cluster: ClusterState, rows: np.ndarray) -> Status:
         state.write(PRE_SCORE_KEY, ra.pod_request_list(pod, self.resources, use_requested=False))
-        return Status()
+        return SUCCESS
 
     def _scorer(self, requested: np.ndarray, alloc: np.ndarray) -> np.ndarray:
         if self.strategy == LEAST_ALLOCATED:

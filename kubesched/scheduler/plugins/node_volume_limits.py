@@ -20,6 +20,7 @@ from kubesched.api.objects import Pod
 from kubesched.cluster.state import ClusterState, NodeInfo
 from kubesched.config.plugin_args import no_args
 from kubesched.scheduler.framework import (
+    SUCCESS,
     ClusterEvent,
     Code,
     CycleState,
@@ -131,7 +132,7 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
         for v in pod.volumes:
             if (isinstance(v.get("persistentVolumeClaim"), dict) or v.get("ephemeral") is not None
                     or _in_tree_source(v) is not None):
-                return None, Status()
+                return None, SUCCESS
         return None, skip()
 
     # ------------------------------------------------------------ counting
@@ -205,7 +206,7 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
 
     def _filter(self, cluster: ClusterState, pod: Pod, node_info: NodeInfo) -> Status:
         if not pod.volumes:
-            return Status()
+            return SUCCESS
         idx = storage_index(cluster)
         csi_node = idx.csi_nodes.get(node_info.node.name)
         new_volumes: dict[str, str] = {}
@@ -214,10 +215,10 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
         except _LookupError as e:
             return unresolvable(str(e)) if e.not_found else Status(Code.ERROR, [str(e)])
         if not new_volumes:
-            return Status()
+            return SUCCESS
         limits = get_volume_limits(node_info, csi_node)
         if not limits:
-            return Status()
+            return SUCCESS
         attached: dict[str, str] = {}
         try:
             for p in node_info.pods.values():
@@ -232,7 +233,7 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
             limit = limits.get(key)
             if limit is not None and attached_count[key] + count > limit:
                 return Status(Code.UNSCHEDULABLE, [ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED])
-        return Status()
+        return SUCCESS
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
         return self._filter(self.handle.cluster, pod, node_info)

@@ -25,6 +25,7 @@ from kubesched.cluster.state import (
 )
 from kubesched.config.plugin_args import no_args
 from kubesched.scheduler.framework import (
+    SUCCESS,
     ClusterEvent,
     CycleState,
     FilterPlugin,
@@ -110,7 +111,7 @@ def pv_topologies(cluster: ClusterState, pod: Pod) -> tuple[list[PVTopology], St
             zones = label_zones_to_set(value)
             if zones is not None:  # an unparsable label is ignored, as upstream logs and skips it
                 out.append(PVTopology(pv_name, key, zones))
-    return out, Status()
+    return out, SUCCESS
 
 
 def topologies_fit(topologies: list[PVTopology], node_labels: dict[str, str]) -> bool:
@@ -146,7 +147,7 @@ class VolumeZone(PreFilterPlugin, FilterPlugin):
         if not topologies:
             return None, skip()
         state.write(PRE_FILTER_KEY, topologies)
-        return None, Status()
+        return None, SUCCESS
 
     def _topologies(self, state: CycleState, pod: Pod, cluster: ClusterState) -> tuple[list[PVTopology], Status]:
         t = state.read(PRE_FILTER_KEY)
@@ -154,13 +155,13 @@ class VolumeZone(PreFilterPlugin, FilterPlugin):
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
         if not pod.volumes:
-            return Status()
+            return SUCCESS
         topologies, st = self._topologies(state, pod, self.handle.cluster)
         if not st.is_success:
             return st
         if not topologies_fit(topologies, node_info.node.labels):
             return unresolvable(ERR_REASON_CONFLICT)
-        return Status()
+        return SUCCESS
 
     def filter_nodes(self, state: CycleState, pod: Pod, cluster: ClusterState, rows: np.ndarray) -> np.ndarray:
         if not pod.volumes:
