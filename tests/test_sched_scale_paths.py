@@ -3,6 +3,10 @@
 * PreFilterResult: a pod whose required node affinity names its nodes (`matchFields metadata.name`) is
   filtered on those nodes only; the nodes found, and the statuses when none fits, are what a pass over
   every node gives.
+* Shape caches recompute only the rows of changed nodes; per-row resource results catch up over many
+  changed rows at once: both equal the per-node forms on the current cluster.
+* The topology index's counts per selector (first count from the namespace/label candidates, then kept
+  current per event) equal a scan of every assigned pod.
 """
 
 from __future__ import annotations
@@ -13,8 +17,10 @@ from typing import Any
 import pytest
 
 from kubesched.api.objects import parse_node, parse_pod
+from kubesched.api.selectors import LabelSelector, Requirement
 from kubesched.cluster.state import ClusterState
 from kubesched.scheduler.framework import Code, CycleState
+from kubesched.scheduler.plugins.topology_index import PodMatcher, index_for
 from kubesched.scheduler.scheduler import Diagnosis, Scheduler
 
 ZONE = "topology.kubernetes.io/zone"
@@ -110,3 +116,127 @@ def test_pinned_pods_land_on_their_nodes() -> None:
                                                          "values": [f"n{i}"]}]}]}}}}}))
     sched.run_until_idle()
     assert all(cluster.pods[f"d/ds-{i}"].node_name == f"n{i}" for i in range(200))
+
+
+# ---------------------------------------------------------------- caches that follow the change
+
+
+def _plain_node(i: int, rnd: random.Random) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": f"n{i}", "labels": {ZONE: rnd.choice(["a", "b"]), "tier": rnd.choice(["x", "y"])}},
+            "spec": {"unschedulable": rnd.random() < 0.2,
+                     "taints": rnd.choice([[], [{"key": "k", "value": "v", "effect": rnd.choice(
+                         ["NoSchedule", "PreferNoSchedule", "NoExecute"])}]])},
+            "status": {"allocatable": {"cpu": rnd.choice(["2", "4"]), "memory": rnd.choice(["4Gi", "8Gi"]),
+                                       "pods": "110"}}}
+
+
+def _shaped_pod(name: str, shape: int, node: str = "") -> dict[str, Any]:
+    cpu, mem = ["100m", "300m", "700m"][shape % 3], ["128Mi", "1Gi"][shape % 2]
+    spec: dict[str, Any] = {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": mem}}}]}
+    if shape % 4 == 1:
+        spec["tolerations"] = [{"key": "k", "operator": "Exists"}]
+    if shape % 5 == 2:
+        spec["nodeSelector"] = {"tier": "x"}
+    if shape % 3 == 0:
+        spec["affinity"] = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 5, "preference": {"matchExpressions": [{"key": ZONE, "operator": "In", "values": ["a"]}]}}]}}
+    if node:
+        spec["nodeName"] = node
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"}, "spec": spec}
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_node_static_and_row_caches_follow_node_and_pod_changes(seed: int) -> None:
+    """Shape masks kept per changed node row, and per-row resource results caught up over many changed rows
+    at once, give what the per-node forms give on the current cluster."""
+    rnd = random.Random(seed)
+    cluster = ClusterState()
+    for i in range(30):
+        cluster.add(parse_node(_plain_node(i, rnd)))
+    sched = Scheduler(cluster)
+    fwk = sched.frameworks["default-scheduler"]
+    names = ("NodeName", "NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodeResourcesFit",
+             "NodeResourcesBalancedAllocation")
+    made = 0
+    for step in range(60):
+        shape = rnd.randrange(12)
+        pod = parse_pod(_shaped_pod(f"q{step}", shape))
+        rows = cluster.node_order()
+        for name in names:
+            pl: Any = fwk.plugins[name]
+            state = CycleState()
+            if hasattr(pl, "pre_filter"):
+                _, st = pl.pre_filter(state, pod, cluster)
+                if st.is_skip:
+                    continue
+            if hasattr(pl, "filter_nodes"):
+                got = pl.filter_nodes(state, pod, cluster, rows)
+                assert got.tolist() == [pl.filter(state, pod, cluster.node_infos[r]).is_success for r in rows], name
+            if hasattr(pl, "score_nodes") and pl.pre_score(state, pod, cluster, rows).is_success:
+                got = pl.score_nodes(state, pod, cluster, rows)
+                assert got.tolist() == [pl.score(state, pod, cluster.node_infos[r])[0] for r in rows], name
+        # Between two reads: several node objects change, or many pods come and go (more than the
+        # per-row catch-up handles one by one).
+        if rnd.random() < 0.4:
+            for _ in range(rnd.randrange(1, 4)):
+                cluster.update(parse_node(_plain_node(rnd.randrange(30), rnd)))
+        else:
+            for _ in range(rnd.randrange(1, 25)):
+                made += 1
+                cluster.add(parse_pod(_shaped_pod(f"e{made}", rnd.randrange(12), f"n{rnd.randrange(30)}")))
+            assigned = [p for p in cluster.pods.values() if p.node_name]
+            for p in rnd.sample(assigned, min(len(assigned), rnd.randrange(0, 10))):
+                cluster.delete(p)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_topology_index_counts_equal_a_scan(seed: int) -> None:
+    """Pods per row matching a selector: the index (candidates by namespace and label, then kept current
+    per pod event) against a scan of every assigned pod, with pods bound, relabelled and deleted."""
+    rnd = random.Random(seed)
+    cluster = ClusterState()
+    for i in range(12):
+        cluster.add(parse_node({"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"n{i}"},
+                                "status": {"allocatable": {"cpu": "64", "memory": "64Gi", "pods": "500"}}}))
+    idx = index_for(cluster)
+
+    def pod(k: int) -> Any:
+        labels = {"app": f"a{rnd.randrange(4)}"} | ({"tier": rnd.choice(["x", "y"])} if rnd.random() < 0.6 else {})
+        meta: dict[str, Any] = {"name": f"p{k}", "namespace": rnd.choice(["ns1", "ns2", "ns3"]), "labels": labels}
+        return parse_pod({"apiVersion": "v1", "kind": "Pod", "metadata": meta,
+                          "spec": {"nodeName": f"n{rnd.randrange(12)}", "containers": [{"name": "c"}]}})
+
+    def matcher() -> PodMatcher:
+        reqs = []
+        if rnd.random() < 0.7:
+            reqs.append(Requirement("app", "In", tuple(sorted({f"a{rnd.randrange(4)}" for _ in range(2)}))))
+        if rnd.random() < 0.4:
+            reqs.append(Requirement("tier", rnd.choice(["In", "NotIn"]), (rnd.choice(["x", "y"]),)))
+        if rnd.random() < 0.2:
+            reqs.append(Requirement("tier", "Exists", ()))
+        ns = rnd.choice([None, frozenset({"ns1"}), frozenset({"ns2", "ns3"}), frozenset()])
+        return PodMatcher(((ns, LabelSelector(tuple(reqs))),), skip_terminating=rnd.random() < 0.5)
+
+    def scan(m: PodMatcher) -> list[int]:
+        out = [0] * cluster.num_nodes
+        for p in cluster.pods.values():
+            if p.node_name and not p.is_terminal and m.matches(p.namespace, p.labels, p.is_terminating):
+                out[cluster.node_info_by_name[p.node_name].index] += 1
+        return out
+
+    made = 0
+    for _ in range(30):
+        for _ in range(rnd.randrange(1, 15)):
+            made += 1
+            cluster.add(pod(made))
+        keys = [k for k in cluster.pods]
+        for k in rnd.sample(keys, min(3, len(keys))):
+            cluster.delete(cluster.pods[k])
+        for k in rnd.sample(list(cluster.pods), min(2, len(cluster.pods))):
+            p = cluster.pods[k]
+            raw = dict(p.raw, metadata=dict(p.raw["metadata"], labels={"app": f"a{rnd.randrange(4)}"}))
+            cluster.update(parse_pod(raw))
+        for _ in range(4):
+            m = matcher()
+            assert idx.counts(m).tolist() == scan(m)

@@ -193,19 +193,21 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
                                                      ("fit", tuple((t.resources[col], v) for col, v in checks)))
         checks, key = memo[2], memo[3]
 
-        def full() -> np.ndarray:
-            n = t.n
-            mask = t.pod_count[:n] < t.allowed_pods[:n]
+        def some(rows: Any) -> np.ndarray:
+            mask = t.pod_count[rows] < t.allowed_pods[rows]
             for col, v in checks:
-                mask &= t.requested[:n, col] <= t.alloc[:n, col] - v
-            return mask
+                mask &= t.requested[:, col][rows] <= t.alloc[:, col][rows] - v
+            return mask  # type: ignore[no-any-return]
+
+        def full() -> np.ndarray:
+            return some(slice(0, t.n))
 
         def one(r: int) -> bool:
             return bool(int(t.pod_count[r]) < int(t.allowed_pods[r])
                         and all(int(t.requested[r, col]) <= int(t.alloc[r, col]) - v for col, v in checks))
 
         # The verdict on a node reads only that node's numbers: kept per request shape, row by row.
-        return self._row_cache.values(t, key, full, one)[rows]
+        return self._row_cache.values(t, key, full, one, some)[rows]
 
     # ------------------------------------------------------------ score
 
@@ -233,14 +235,17 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         if self.strategy == LEAST_ALLOCATED and ra.plain_columns_apply(cluster, self.resources):
             t = cluster.table
 
-            def full() -> np.ndarray:
-                cols = ra.plain_columns(cluster, np.arange(t.n), self.resources, pod_req, False)
+            def some(at: np.ndarray) -> np.ndarray:
+                cols = ra.plain_columns(cluster, at, self.resources, pod_req, False)
                 assert cols is not None
                 return ra.least_allocated_columns(cols, self.weights)
+
+            def full() -> np.ndarray:
+                return some(np.arange(t.n))
 
             def one(r: int) -> int:
                 return ra.least_allocated_one(t, r, self.resources, pod_req, self.weights, False)
 
-            return self._row_cache.values(t, ("least", pod_req.tobytes()), full, one)[rows]
+            return self._row_cache.values(t, ("least", pod_req.tobytes()), full, one, some)[rows]
         requested, alloc = ra.allocatable_requested(cluster, rows, self.resources, pod_req, False)
         return self._scorer(requested, alloc)
