@@ -5,6 +5,7 @@
   every node gives.
 * Shape caches recompute only the rows of changed nodes; per-row resource results catch up over many
   changed rows at once: both equal the per-node forms on the current cluster.
+* The queue moves, on a cluster event, exactly the unschedulable pods walking them all would move.
 * The topology index's counts per selector (first count from the namespace/label candidates, then kept
   current per event) equal a scan of every assigned pod.
 """
@@ -21,6 +22,7 @@ from kubesched.api.selectors import LabelSelector, Requirement
 from kubesched.cluster.state import ClusterState
 from kubesched.scheduler.framework import Code, CycleState
 from kubesched.scheduler.plugins.topology_index import PodMatcher, index_for
+from kubesched.scheduler.queue import SchedulingQueue
 from kubesched.scheduler.scheduler import Diagnosis, Scheduler
 
 ZONE = "topology.kubernetes.io/zone"
@@ -240,3 +242,68 @@ def test_topology_index_counts_equal_a_scan(seed: int) -> None:
         for _ in range(4):
             m = matcher()
             assert idx.counts(m).tolist() == scan(m)
+
+
+# ---------------------------------------------------------------- the queue's moves
+
+
+class WalkingQueue(SchedulingQueue):
+    """The reference: every cluster event walks every unschedulable pod and asks its rejecting plugins."""
+
+    def on_cluster_event(self, resource: str, action: str) -> None:
+        self.move_request_cycle = self.scheduling_cycle
+        for key in list(self.unschedulable_since):
+            qpi = self.infos[key]
+            fwk = self.frameworks.get(qpi.pod.scheduler_name)
+            if fwk is not None and self._interested(fwk, qpi.unschedulable_plugins, resource, action):
+                self._move(qpi)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_grouped_moves_equal_walking_every_unschedulable_pod(seed: int) -> None:
+    rnd = random.Random(seed)
+    frameworks = Scheduler(ClusterState()).frameworks
+    now = [1000.0]
+    queues = [SchedulingQueue(frameworks, lambda: now[0]), WalkingQueue(frameworks, lambda: now[0])]
+    plugin_sets = [set(), {"NodeResourcesFit"}, {"NodeAffinity"}, {"TaintToleration", "NodeAffinity"},
+                   {"PodTopologySpread"}, {"NoSuchPlugin"}, {"NodeUnschedulable"}, {"VolumeBinding"}]
+    events = [("Pod", "add"), ("Pod", "delete"), ("Pod", "update"), ("Node", "add"), ("Node", "update"),
+              ("Node", "delete"), ("PersistentVolumeClaim", "add"), ("Namespace", "update")]
+    made = 0
+    for _ in range(300):
+        op = rnd.random()
+        if op < 0.25:
+            made += 1
+            p = parse_pod({"apiVersion": "v1", "kind": "Pod",
+                           "metadata": {"name": f"p{made}", "namespace": "d"},
+                           "spec": {"containers": [{"name": "c"}], "priority": rnd.choice([0, 0, 5])}})
+            for q in queues:
+                q.add(p)
+        elif op < 0.55:
+            popped = [q.pop() for q in queues]
+            assert (popped[0] is None) == (popped[1] is None)
+            if popped[0] is not None:
+                assert popped[0].pod.key == popped[1].pod.key  # type: ignore[union-attr]
+                plugins = rnd.choice(plugin_sets)
+                cycle = queues[0].scheduling_cycle - rnd.choice([0, 0, 1])
+                error = rnd.random() < 0.1
+                for q, qpi in zip(queues, popped, strict=True):
+                    assert qpi is not None
+                    qpi.unschedulable_plugins = set(plugins)
+                    q.add_unschedulable(qpi, cycle, error=error)
+        elif op < 0.85:
+            resource, action = rnd.choice(events)
+            for q in queues:
+                q.on_cluster_event(resource, action)
+        elif op < 0.92:
+            now[0] += rnd.choice([0.5, 2.0, 30.0, 400.0])
+        else:
+            keys = sorted(queues[1].infos)
+            if keys:
+                victim = queues[1].infos[rnd.choice(keys)].pod
+                for q in queues:
+                    q.delete(victim)
+        assert queues[0].where == queues[1].where
+        assert list(queues[0].unschedulable_since) == list(queues[1].unschedulable_since)
+        assert sorted(queues[0]._active) == sorted(queues[1]._active)
+        assert sorted(queues[0]._backoff) == sorted(queues[1]._backoff)
