@@ -6,6 +6,7 @@
 * Shape caches recompute only the rows of changed nodes; per-row resource results catch up over many
   changed rows at once: both equal the per-node forms on the current cluster.
 * The queue moves, on a cluster event, exactly the unschedulable pods walking them all would move.
+* NodeVolumeLimits, VolumeBinding and VolumeZone: the vectorised Filter equals the per-node one.
 * The topology index's counts per selector (first count from the namespace/label candidates, then kept
   current per event) equal a scan of every assigned pod.
 """
@@ -19,11 +20,15 @@ import pytest
 
 from kubesched.api.objects import parse_node, parse_pod
 from kubesched.api.selectors import LabelSelector, Requirement
+from kubesched.api.snapshot import parse_objects
 from kubesched.cluster.state import ClusterState
 from kubesched.scheduler.framework import Code, CycleState
 from kubesched.scheduler.plugins.topology_index import PodMatcher, index_for
 from kubesched.scheduler.queue import SchedulingQueue
 from kubesched.scheduler.scheduler import Diagnosis, Scheduler
+from tests.test_sched_plugins_node import SC_CSI_WFFC, SC_IMMEDIATE, SC_WFFC, claim_volume, pv, pvc
+from tests.test_sched_plugins_node import node as vol_node
+from tests.test_sched_plugins_node import pod as vol_pod
 
 ZONE = "topology.kubernetes.io/zone"
 
@@ -307,3 +312,70 @@ def test_grouped_moves_equal_walking_every_unschedulable_pod(seed: int) -> None:
         assert list(queues[0].unschedulable_since) == list(queues[1].unschedulable_since)
         assert sorted(queues[0]._active) == sorted(queues[1]._active)
         assert sorted(queues[0]._backoff) == sorted(queues[1]._backoff)
+
+
+# ---------------------------------------------------------------- volume plugins: vectorised == per node
+
+
+def _volume_cluster(rnd: random.Random) -> ClusterState:
+    objs: list[dict[str, Any]] = [SC_WFFC, SC_CSI_WFFC, SC_IMMEDIATE]
+    for i in range(16):
+        labels = {"kubernetes.io/hostname": f"n{i}"}
+        if rnd.random() < 0.8:
+            labels[ZONE] = rnd.choice(["a", "b", "c"])
+            labels["zone"] = labels[ZONE]
+        alloc: dict[str, Any] = {"cpu": "4", "memory": "8Gi", "pods": "110"}
+        if rnd.random() < 0.3:
+            alloc["attachable-volumes-csi-csi.example.com"] = str(rnd.choice([1, 2]))
+        objs.append(vol_node(f"n{i}", labels, allocatable=alloc))
+        if rnd.random() < 0.2:
+            objs.append({"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": f"n{i}"},
+                         "spec": {"drivers": [{"name": "csi.example.com", "nodeID": f"n{i}",
+                                               "allocatable": {"count": rnd.choice([1, 2])}}]}})
+    for j in range(10):
+        kind = rnd.choice(["local", "csi", "zoned"])
+        if kind == "local":
+            objs.append(pv(f"pv{j}", "local", hostname=f"n{rnd.randrange(16)}", claim=f"c{j}"))
+        elif kind == "csi":
+            objs.append(pv(f"pv{j}", "fast", csi=("csi.example.com", f"h{j}"), claim=f"c{j}"))
+        else:
+            objs.append(pv(f"pv{j}", "fast", labels={ZONE: rnd.choice(["a", "b", "a__b"])}, claim=f"c{j}"))
+        objs.append(pvc(f"c{j}", "local" if kind == "local" else "fast", f"pv{j}", bound=True))
+    for j in range(3):
+        objs.append(pv(f"free{j}", "local", hostname=f"n{rnd.randrange(16)}"))
+        objs.append(pvc(f"wait{j}", "local"))
+    for k in range(12):
+        claims = rnd.sample([f"c{j}" for j in range(10)], rnd.choice([1, 2]))
+        objs.append(vol_pod(f"old{k}", f"n{rnd.randrange(16)}", volumes=[claim_volume(f"v{i}", c)
+                                                                       for i, c in enumerate(claims)]))
+    return ClusterState.from_snapshot(parse_objects(objs, "test"))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_volume_plugins_vectorised_equal_per_node(seed: int) -> None:
+    rnd = random.Random(seed)
+    cluster = _volume_cluster(rnd)
+    fwk = Scheduler(cluster).frameworks["default-scheduler"]
+    names = ("NodeVolumeLimits", "VolumeBinding", "VolumeZone")
+    for k in range(25):
+        choices = [f"c{j}" for j in range(10)] + [f"wait{j}" for j in range(3)] + ["nope"]
+        claims = rnd.sample(choices, rnd.choice([1, 1, 2, 3]))
+        pod_obj = parse_objects([vol_pod(f"new{k}", volumes=[claim_volume(f"v{i}", c)
+                                                             for i, c in enumerate(claims)])], "t").pods[0]
+        rows = cluster.node_order()
+        for name in names:
+            pl: Any = fwk.plugins[name]
+            state = CycleState()
+            _, st = pl.pre_filter(state, pod_obj, cluster)
+            if st.is_skip:
+                continue
+            got = pl.filter_nodes(state, pod_obj, cluster, rows).tolist()
+            want = [pl.filter(state, pod_obj, cluster.node_infos[r]).is_success for r in rows]
+            assert got == want, (name, claims)
+        if rnd.random() < 0.3:  # a node's labels or limits change: the cached masks follow that row
+            i = rnd.randrange(16)
+            labels = {"kubernetes.io/hostname": f"n{i}", ZONE: rnd.choice(["a", "b"])}
+            alloc = {"cpu": "4", "memory": "8Gi", "pods": "110"}
+            if rnd.random() < 0.5:
+                alloc["attachable-volumes-csi-csi.example.com"] = "1"
+            cluster.update(parse_objects([vol_node(f"n{i}", labels, allocatable=alloc)], "t").nodes[0])

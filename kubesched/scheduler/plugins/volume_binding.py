@@ -39,10 +39,13 @@ from kubesched.scheduler.framework import (
     PreScorePlugin,
     ReservePlugin,
     ScorePlugin,
+    ShapeCache,
     Status,
+    all_pass,
     skip,
     unresolvable,
 )
+from kubesched.scheduler.plugins.helper import node_static_filter
 from kubesched.scheduler.plugins.volume_util import (
     ANN_BIND_COMPLETED,
     ANN_SELECTED_NODE,
@@ -160,6 +163,7 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
         self.assumed_claim_ref: dict[str, tuple[str, str, str]] = {}  # pv name -> (namespace, name, uid)
         self.assumed_selected_node: dict[str, str] = {}  # claim key -> node name
         self._affinity: dict[int, tuple[dict[str, Any], NodeSelector | None, bool]] = {}
+        self._masks = ShapeCache(limit=256)
 
     def events_to_register(self) -> list[ClusterEvent]:
         return [ClusterEvent(kind, ("add", "update")) for kind in (
@@ -491,6 +495,27 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
         return self._filter(state, pod, self.handle.cluster, node_info)
 
     def filter_nodes(self, state: CycleState, pod: Pod, cluster: ClusterState, rows: np.ndarray) -> np.ndarray:
+        s, _st = self._claims(state, pod, cluster)
+        if s is None:
+            return np.zeros(len(rows), dtype=bool)
+        if s.claims is None:
+            return all_pass(len(rows))
+        if not s.claims.unbound_delay:
+            # Every claim is bound: a node fits when each bound PV exists and its node affinity matches the
+            # node's labels — node-static for these PV objects. Reserve then finds every claim bound whether
+            # or not the node's (empty) PodVolumes were recorded, so none are.
+            idx = storage_index(cluster)
+            pvs = [idx.pvs.get(pvc.volume_name) for pvc in s.claims.bound]
+            if any(pv is None for pv in pvs):
+                return np.zeros(len(rows), dtype=bool)
+            found = [pv for pv in pvs if pv is not None]
+
+            def passes(info: NodeInfo) -> bool:
+                return all(self._check_node_affinity(pv, info.node.labels) for pv in found)
+
+            # The PV objects themselves key the mask (a changed PV is a new object): the entry keeps them alive.
+            key = ("bound", tuple((name_of(pv), id(pv)) for pv in found))
+            return node_static_filter(self._masks, cluster, key, passes, rows)
         infos = cluster.node_infos
         return np.fromiter((self._filter(state, pod, cluster, infos[r]).is_success for r in rows),
                            dtype=bool, count=len(rows))

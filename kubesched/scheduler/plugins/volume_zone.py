@@ -31,10 +31,13 @@ from kubesched.scheduler.framework import (
     FilterPlugin,
     PreFilterPlugin,
     PreFilterResult,
+    ShapeCache,
     Status,
+    all_pass,
     skip,
     unresolvable,
 )
+from kubesched.scheduler.plugins.helper import node_static_filter
 from kubesched.scheduler.plugins.volume_util import (
     WAIT_FOR_FIRST_CONSUMER,
     get_pvc,
@@ -132,6 +135,7 @@ class VolumeZone(PreFilterPlugin, FilterPlugin):
 
     def __init__(self, args: Any, handle: Any) -> None:
         super().__init__(args, handle)
+        self._masks = ShapeCache(limit=256)
 
     def events_to_register(self) -> list[ClusterEvent]:
         return [ClusterEvent("StorageClass", ("add",)), ClusterEvent("Node", ("add", "update")),
@@ -165,9 +169,10 @@ class VolumeZone(PreFilterPlugin, FilterPlugin):
 
     def filter_nodes(self, state: CycleState, pod: Pod, cluster: ClusterState, rows: np.ndarray) -> np.ndarray:
         if not pod.volumes:
-            return np.ones(len(rows), dtype=bool)
+            return all_pass(len(rows))
         topologies, st = self._topologies(state, pod, cluster)
         if not st.is_success:
             return np.zeros(len(rows), dtype=bool)
-        infos = cluster.node_infos
-        return np.fromiter((topologies_fit(topologies, infos[r].node.labels) for r in rows), dtype=bool, count=len(rows))
+        # Whether a node fits reads only its labels: one mask per set of PV topologies, per changed node.
+        return node_static_filter(self._masks, cluster, ("fit", tuple(topologies)),
+                                  lambda info: topologies_fit(topologies, info.node.labels), rows)
