@@ -379,3 +379,25 @@ def test_volume_plugins_vectorised_equal_per_node(seed: int) -> None:
             if rnd.random() < 0.5:
                 alloc["attachable-volumes-csi-csi.example.com"] = "1"
             cluster.update(parse_objects([vol_node(f"n{i}", labels, allocatable=alloc)], "t").nodes[0])
+
+
+def test_absent_nodes_status_names_every_narrowing_plugin_as_go_prints_them() -> None:
+    """NodeAffinity names n1 and n2, VolumeBinding (a local PV on n1) names n1; n1 is too small: every other
+    node gets upstream's absent-nodes status, the plugins printed as Go prints a string slice."""
+    objs = [vol_node(f"n{i}", {"kubernetes.io/hostname": f"n{i}"},
+                     allocatable={"cpu": "1" if i == 1 else "8", "memory": "8Gi", "pods": "110"}) for i in range(1, 5)]
+    objs += [SC_WFFC, pv("local1", "local", hostname="n1", claim="data"), pvc("data", "local", "local1", bound=True),
+             vol_pod("p", volumes=[claim_volume("v", "data")],
+                     containers=[{"name": "c", "resources": {"requests": {"cpu": "2"}}}],
+                     affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                         {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [n]}]}
+                         for n in ("n1", "n2")]}}})]
+    cluster = ClusterState.from_snapshot(parse_objects(objs, "t"))
+    sched = Scheduler(cluster)
+    diag = Diagnosis()
+    feasible, _ = sched.find_nodes_that_fit(sched.frameworks["default-scheduler"], CycleState(),
+                                            cluster.pods["default/p"], diag)
+    assert len(feasible) == 0
+    assert diag.node_to_status["n1"].reasons == ["Insufficient cpu"]
+    for name in ("n2", "n3", "n4"):
+        assert diag.node_to_status[name].reasons == ["node(s) didn't satisfy plugin(s) [NodeAffinity VolumeBinding]"]

@@ -290,7 +290,8 @@ class Scheduler:
 
     def _record_absent(self, state: CycleState, names: set[str], diagnosis: Diagnosis) -> None:
         """The status of every node PreFilter did not name (written before the evaluated nodes' statuses)."""
-        reason = f"node(s) didn't satisfy plugin(s) [{', '.join(self._prefilter_result_plugins(state))}]"
+        # Go's %v of a string slice: "[A B]".
+        reason = f"node(s) didn't satisfy plugin(s) [{' '.join(self._prefilter_result_plugins(state))}]"
         statuses = diagnosis.node_to_status
         for info in self.cluster.node_infos:
             if info.name not in names:
