@@ -431,11 +431,12 @@ class ShapeCache:
         if cluster.node_generation == self._generation and id(cluster) == self._cluster_id:
             return
         log = cluster.node_change_log
+        changed = sorted(set(log[self._log_pos:])) if cluster.node_change_epoch == self._epoch else []
         if (id(cluster) != self._cluster_id or cluster.node_change_epoch != self._epoch
-                or len(self._data) > self._limit):
+                or len(self._data) > self._limit or 4 * len(changed) > cluster.num_nodes):
+            # Most nodes changed: computing the entries again when next asked costs no more.
             self._data.clear()
         else:
-            changed = sorted(set(log[self._log_pos:]))
             infos = cluster.node_infos
             for key, e in list(self._data.items()):
                 per_row = e.per_row
