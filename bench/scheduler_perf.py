@@ -4,7 +4,9 @@ Nodes are upstream's node-default template (4 CPU, 32Gi, 110 pods); pods are pod
 Each workload creates its nodes and initial pods, schedules the initial pods (not measured), then
 creates the measured pods and times the scheduler until the queue is empty. It prints pods/s over the
 measured pods only (wall clock, and per CPU-second of this process, which a busy machine disturbs
-less) and the process's peak memory, and fails if a measured pod was not placed.
+less) beside the workload's aim (issue 18), and the process's peak memory, and fails if a measured pod
+was not placed. SchedulingDaemonSet pins each measured pod to its own node (a DaemonSet pod's required
+`matchFields metadata.name`), the PreFilterResult path.
 
     .venv/bin/python bench/scheduler_perf.py                          # every workload, full size
     .venv/bin/python bench/scheduler_perf.py --scale 0.1              # a quick run (a tenth of every size)
