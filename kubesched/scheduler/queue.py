@@ -79,6 +79,9 @@ class SchedulingQueue:
         return _K(qpi)
 
     def _push_active(self, qpi: QueuedPodInfo) -> None:
+        if qpi.initial_attempt_timestamp is None:
+            # moveToActiveQ: set when the pod first enters activeQ (Coscheduling's QueueSort reads it).
+            qpi.initial_attempt_timestamp = self.clock()
         self._seq += 1
         heapq.heappush(self._active, (self._key(qpi), self._seq, qpi.pod.key))
         self.where[qpi.pod.key] = "active"
@@ -229,6 +232,26 @@ class SchedulingQueue:
         self.where[key] = "unschedulable"
         self._pool_add(qpi)
 
+    def activate(self, pods: dict[str, Pod]) -> None:
+        """Activate: pods in the unschedulable pool or backoffQ move to activeQ at once (backoff ignored).
+
+        A pod that failed at this very instant stays where it is: scheduling takes no virtual time, and a
+        group whose pods activate each other would otherwise be retried for ever without the clock moving
+        (upstream retries it within milliseconds, which is what the pod's backoff stands for here)."""
+        now = self.clock()
+        for key in pods:
+            qpi = self.infos.get(key)
+            where = self.where.get(key)
+            if qpi is None or where not in ("unschedulable", "backoff", "gated"):
+                continue
+            if where != "gated" and qpi.attempts and qpi.timestamp >= now:
+                continue
+            self._pool_remove(key)
+            if where == "gated":
+                self._enqueue_new(qpi)
+            else:
+                self._push_active(qpi)
+
     # ------------------------------------------------------------ cluster events
 
     def _move(self, qpi: QueuedPodInfo) -> None:
@@ -239,8 +262,9 @@ class SchedulingQueue:
         else:
             self._push_active(qpi)
 
-    def on_cluster_event(self, resource: str, action: str) -> None:
-        """MoveAllToActiveOrBackoffQueue for the pods whose rejecting plugins registered this event."""
+    def on_cluster_event(self, resource: str, action: str, exclude: str | None = None) -> None:
+        """MoveAllToActiveOrBackoffQueue for the pods whose rejecting plugins registered this event
+        (`exclude`: a pod key left where it is)."""
         self.move_request_cycle = self.scheduling_cycle
         if not self.unschedulable_since:
             return
@@ -254,7 +278,8 @@ class SchedulingQueue:
             moving.sort(key=lambda kv: kv[1])  # the order the pods became unschedulable
         infos = self.infos
         for key, _ in moving:
-            self._move(infos[key])
+            if key != exclude:
+                self._move(infos[key])
 
     def _group_interested(self, group: tuple[str, frozenset[str]], resource: str, action: str) -> bool:
         """Whether the event may help pods that these plugins rejected (asked once per group and event)."""
