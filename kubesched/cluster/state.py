@@ -266,6 +266,10 @@ class ClusterState:
         self.table = NodeTable()
         # Bumped on any change to a node object (labels, taints, allocatable...); shape caches key on it.
         self.node_generation = 0
+        # The rows of node objects updated in place, in order; a node added or removed (rows renumbered
+        # or grown) or a long log starts a new epoch. Per-row caches catch up with just these rows.
+        self.node_change_log: list[int] = []
+        self.node_change_epoch = 0
         # Bumped on any change to pods assigned to nodes.
         self.pod_generation = 0
         # Bumped on every change of any kind.
@@ -415,6 +419,7 @@ class ClusterState:
             info = NodeInfo(node, row)
             self.node_infos.append(info)
             self.node_info_by_name[node.name] = info
+            self._new_node_epoch()
             # Pods that named this node before it existed now count on it.
             for p in self.pods.values():
                 if p.node_name == node.name and not p.is_terminal:
@@ -425,6 +430,10 @@ class ClusterState:
         self.nodes[node.name] = node
         info.generation += 1
         self.node_generation += 1
+        if len(self.node_change_log) >= 1 << 16:
+            self._new_node_epoch()
+        else:
+            self.node_change_log.append(info.index)
         self._order = None
         self._image_nodes = None
 
@@ -449,8 +458,13 @@ class ClusterState:
                 self._account(self.node_info_by_name[p.node_name], p, +1)
         self.node_generation += 1
         self.pod_generation += 1
+        self._new_node_epoch()
         self._order = None
         self._image_nodes = None
+
+    def _new_node_epoch(self) -> None:
+        self.node_change_log = []
+        self.node_change_epoch += 1
 
     def _account(self, info: NodeInfo, pod: Pod, sign: int) -> None:
         if sign > 0:
