@@ -61,7 +61,7 @@ class ControllerManager:
         wl = owner.workload if owner is not None else (workload or identity)
         sp = self.sim.pods.register(pod, owner, identity, ordinal, replaces, wl)
         if owner is not None:
-            owner.pods[sp.key] = sp
+            owner.own(sp)
         if node:
             self.start_bound(sp)
         return sp

@@ -80,6 +80,8 @@ class ResourceUsage:
         self.slots = Columns(_SLOT_COLUMNS, 1024)
         self.slot_pod: list[SimPod | None] = [None] * self.slots.cap
         self._free_slots: list[int] = list(range(self.slots.cap - 1, -1, -1))
+        # Live slots by node id (the `node` and `live` columns, indexed): a kubelet reads its node's pods only.
+        self._slots_on: dict[int, set[int]] = {}
         self.dirty = True
         self.version = 0
         # Usage identities.
@@ -187,6 +189,7 @@ class ResourceUsage:
         s["node"][slot] = nid
         s["serial"][slot] = sp.serial
         s["live"][slot] = True
+        self._slots_on.setdefault(nid, set()).add(slot)
         s["down"][slot] = -1.0
         lim = sp.pod.cache.get("sim_limits")
         if lim is None:
@@ -210,6 +213,9 @@ class ResourceUsage:
         if slot < 0:
             return
         s = self.slots
+        on = self._slots_on.get(int(s["node"][slot]))
+        if on is not None:
+            on.discard(slot)
         s["live"][slot] = False
         s["node"][slot] = -1
         s["serial"][slot] = -1
@@ -220,8 +226,8 @@ class ResourceUsage:
         self.dirty = True
 
     def live_slots_on(self, nid: int) -> list[int]:
-        s = self.slots
-        return [int(x) for x in np.flatnonzero(s["live"] & (s["node"] == nid))]
+        """The live slots on a node, in slot order."""
+        return sorted(self._slots_on.get(nid, ()))
 
     def running_pods(self) -> list[tuple[str, str, int, int]]:
         """(pod key, node, slot, serial) of every pod holding a slot."""

@@ -100,10 +100,7 @@ class PodRegistry:
             sp.gone = True  # the DELETED event still reaches the watchers
             return
         sp.pod = cur
-        sp.phase = cur.phase or sp.phase
-        if cur.is_terminating and not sp.terminating:
-            sp.terminating = True
-            sp.deletion_at = self.sim.t
+        self._set_state(sp, cur)
 
     def last(self, key: str) -> SimPod | None:
         """The record of the pod of that name, or of one deleted at this instant."""
@@ -152,10 +149,20 @@ class PodRegistry:
             sp.node = ""
             sp.bound_at = None
         elif t is EventType.UPDATED:
-            sp.phase = obj.phase or sp.phase
-            if obj.is_terminating and not sp.terminating:
-                sp.terminating = True
-                sp.deletion_at = self.sim.t
+            self._set_state(sp, obj)
+
+    def _set_state(self, sp: SimPod, obj: Pod) -> None:
+        """The record's phase and terminating mark from the object; the owner's active index follows."""
+        phase = obj.phase or sp.phase
+        terminating = obj.is_terminating and not sp.terminating
+        if phase == sp.phase and not terminating:
+            return
+        sp.phase = phase
+        if terminating:
+            sp.terminating = True
+            sp.deletion_at = self.sim.t
+        if sp.owner is not None:
+            sp.owner.pod_state_changed(sp)
 
     def by_workload(self, workload: str) -> list[SimPod]:
         return [sp for sp in self.pods.values() if sp.workload == workload]
