@@ -51,6 +51,13 @@ class SimulatedAPIServer(InProcessAPIServer):
         h = f"{stable_hash64(self.seed, name, self._uid_counter):016x}{stable_hash64(name, self._uid_counter):016x}"
         return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
 
+    def finish_termination(self, pod: Pod, cause: Cause = Cause.KUBELET) -> None:
+        """The kubelet confirms the deletion; graceful deletions that are over leave the deadline queue (the
+        simulator's kubelets finish them, nobody calls `advance`), so it holds the pods terminating, not
+        every deletion of the run."""
+        super().finish_termination(pod, cause)
+        self.next_deadline()
+
     def create_pod(self, manifest: dict[str, Any], *, cause: Cause, shape: Hashable | None = None) -> Pod:
         meta = manifest.setdefault("metadata", {})
         ns = str(meta.get("namespace") or "default")
