@@ -82,6 +82,10 @@ class ResourceUsage:
         self._free_slots: list[int] = list(range(self.slots.cap - 1, -1, -1))
         # Live slots by node id (the `node` and `live` columns, indexed): a kubelet reads its node's pods only.
         self._slots_on: dict[int, set[int]] = {}
+        # Bumped when a slot is taken or given back; the live slots, their usage rows and nodes are kept
+        # for the version they were gathered at.
+        self._slots_version = 0
+        self._live: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None = None
         self.dirty = True
         self.version = 0
         # Usage identities.
@@ -190,6 +194,7 @@ class ResourceUsage:
         s["serial"][slot] = sp.serial
         s["live"][slot] = True
         self._slots_on.setdefault(nid, set()).add(slot)
+        self._slots_version += 1
         s["down"][slot] = -1.0
         lim = sp.pod.cache.get("sim_limits")
         if lim is None:
@@ -218,6 +223,7 @@ class ResourceUsage:
             on.discard(slot)
         s["live"][slot] = False
         s["node"][slot] = -1
+        self._slots_version += 1
         s["serial"][slot] = -1
         self.slot_pod[slot] = None
         s["cpu"][slot] = s["mem"][slot] = 0.0
@@ -372,8 +378,7 @@ class ResourceUsage:
             self.table.evaluate(self.sim.t, np.unique(np.array(self._fresh_rows, dtype=np.int64)))
             self._fresh_rows = []
         s = self.slots
-        live = np.flatnonzero(s["live"])
-        rows = s["row"][live]
+        live, rows, _ = self._live_slots()
         cpu = np.minimum(self.table.values("cpu")[rows], s["lim_cpu"][live])
         mem = self.table.values("memory")[rows].copy()
         down = s["down"][live] > self.sim.t
@@ -383,14 +388,28 @@ class ResourceUsage:
         s["mem"][live] = mem
         return live, down
 
+    def _live_slots(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The live slots (ascending), their usage rows and their nodes, gathered once per slot change."""
+        c = self._live
+        if c is None or c[0] != self._slots_version:
+            s = self.slots
+            live = np.flatnonzero(s["live"])
+            c = self._live = (self._slots_version, live, s["row"][live], s["node"][live])
+        return c[1], c[2], c[3]
+
     def aggregate(self, live: np.ndarray) -> None:
         """Node sums of the slots' usage, CPU shared out where a node's demand exceeds its capacity."""
         s = self.slots
         n = self.n
-        live = live[s["live"][live]]
+        cached, _, cached_nodes = self._live_slots()
+        if live is cached:
+            # No slot changed since `compute` gathered them: all live, each on its node.
+            nodes = cached_nodes
+        else:
+            live = live[s["live"][live]]
+            nodes = s["node"][live]
         cpu = s["cpu"][live]
         mem = s["mem"][live]
-        nodes = s["node"][live]
         valid = nodes >= 0
         cap_cpu = self.nodes["cap_cpu"][:n]
         demand = np.bincount(nodes[valid], weights=cpu[valid], minlength=n) if n else np.zeros(0)
