@@ -23,7 +23,7 @@ import numpy as np
 
 from kubesched.api.objects import Node, Pod
 from kubesched.api.quantity import parse_quantity
-from kubesched.api.resources import pod_limits, scheduler_request
+from kubesched.api.resources import memo_by_shape, pod_limits, scheduler_request
 from kubesched.cluster.events import Event, EventType
 from kubesched.kubelet.kubelet_config import KubeletEvictionConfig
 from kubesched.sim.context import Sim
@@ -196,12 +196,8 @@ class ResourceUsage:
         self._slots_on.setdefault(nid, set()).add(slot)
         self._slots_version += 1
         s["down"][slot] = -1.0
-        lim = sp.pod.cache.get("sim_limits")
-        if lim is None:
-            limits = pod_limits(sp.pod)
-            lim = (float(limits["cpu"] * 1000) if "cpu" in limits else np.inf,
-                   float(limits["memory"]) if "memory" in limits else np.inf)
-            sp.pod.cache["sim_limits"] = lim
+        # Limits depend on the pod's resources only: once per pod shape (exact arithmetic is slow).
+        lim = memo_by_shape(sp.pod, "sim_limits", lambda: _limits(sp.pod))
         s["lim_cpu"][slot], s["lim_mem"][slot] = lim
         row = sp.usage_row
         if row >= 0:
@@ -431,6 +427,13 @@ class ResourceUsage:
         if self.dirty:
             live, _ = self.compute()
             self.aggregate(live)
+
+
+def _limits(pod: Pod) -> tuple[float, float]:
+    """CPU (milli) and memory limits of a pod; inf where a resource has none."""
+    limits = pod_limits(pod)
+    return (float(limits["cpu"] * 1000) if "cpu" in limits else np.inf,
+            float(limits["memory"]) if "memory" in limits else np.inf)
 
 
 def matches(m: Match, sp: SimPod) -> bool:
