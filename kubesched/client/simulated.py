@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 from collections.abc import Callable, Hashable
 from datetime import UTC, datetime
 from typing import Any
@@ -33,7 +34,9 @@ from kubesched.errors import InputError
 SPEC_CACHE_KEYS = ("sched_request", "non_zero", "host_ports", "sim_limits", "sim_request")
 
 
+@functools.lru_cache(maxsize=256)
 def rfc3339(epoch: float) -> str:
+    """The timestamp as the API writes it; remembered, as many objects of one instant carry it."""
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

@@ -17,10 +17,9 @@ Per node, as the kubelet does it:
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import numpy as np
 
+from kubesched.client.simulated import rfc3339
 from kubesched.cluster.events import Cause, Event, EventType
 from kubesched.kubelet.kubelet_config import KubeletEvictionConfig
 from kubesched.kubelet.manager import EvictionManager
@@ -33,10 +32,6 @@ from kubesched.sim.pods import SimPod
 
 CRASH_LOOP_INITIAL = 10.0
 CRASH_LOOP_MAX = 300.0
-
-
-def rfc3339(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class Kubelets:
