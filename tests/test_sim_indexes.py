@@ -151,6 +151,9 @@ def check_indexes(e: Engine) -> None:
     s = u.slots
     for nid in range(u.n):
         assert u.live_slots_on(nid) == [int(x) for x in np.flatnonzero(s["live"] & (s["node"] == nid))]
+    k = e.kubelets
+    assert k._engaged == {name for name, m in k.managers.items()
+                          if m.node_conditions or m.thresholds_first_observed_at or m.thresholds_met}
     d = e.disruption
     for pdb in e.cluster.pdbs.values():
         want = [sp.key for sp in e.pods.values()
@@ -191,8 +194,11 @@ def test_indexes_agree_with_a_fresh_scan_through_a_run(tmp_path: Path) -> None:
     e = Engine(parse_scenario(doc, str(p)))
     checks = []
 
+    engaged = []
+
     def checker() -> None:
         check_indexes(e)
+        engaged.append(len(e.kubelets._engaged))
         checks.append(e.t)
         if e.t + 60 <= e.s.duration:
             e.push(e.t + 60, ORDER_RECORD, checker)
@@ -201,6 +207,7 @@ def test_indexes_agree_with_a_fresh_scan_through_a_run(tmp_path: Path) -> None:
     result = e.run()
     check_indexes(e)
     assert len(checks) > 100
+    assert max(engaged) > 0 and result.recorder.oom_kills
     # Graceful deletions that are over leave the server's deadline queue (a bounded history).
     deletions = sum(1 for ev in result.recorder.evictions if ev.component in ("descheduler", "drain"))
     assert deletions > 10

@@ -40,6 +40,9 @@ class Kubelets:
         self.usage = usage
         self.config = config
         self.managers: dict[str, EvictionManager] = {}
+        # Nodes whose eviction manager holds state (conditions, thresholds observed or met): synced every
+        # housekeeping whatever their usage, without walking every manager.
+        self._engaged: set[str] = set()
         self._killing: set[str] = set()
         # Set by the wiring: where pressure conditions go (the node lifecycle controller).
         self.on_conditions = lambda name, conditions: None
@@ -183,6 +186,7 @@ class Kubelets:
     def node_removed(self, ev: Event) -> None:
         if ev.kind == "Node" and ev.type is EventType.DELETED:
             self.managers.pop(ev.obj.name, None)
+            self._engaged.discard(ev.obj.name)
 
     def tick(self) -> None:
         u = self.usage
@@ -193,9 +197,9 @@ class Kubelets:
         avail = u.col("cap_mem") - ws
         alloc_avail = u.col("alloc_mem") - u.col("mem")
         look = ((avail < u.col("thr_mem")) | (alloc_avail < u.col("thr_alloc"))) & present
-        for name, mgr in self.managers.items():
+        for name in self._engaged:
             nid = u.node_ids[name]
-            if nid < n and (mgr.node_conditions or mgr.thresholds_first_observed_at or mgr.thresholds_met):
+            if nid < n:
                 look[nid] = present[nid]
         for row in np.flatnonzero(look):
             self._sync(int(row))
@@ -235,6 +239,10 @@ class Kubelets:
                           pods=tuple(pods_stats))
         before = list(mgr.node_conditions)
         result = mgr.synchronize(now, summary, pods, node)
+        if mgr.node_conditions or mgr.thresholds_first_observed_at or mgr.thresholds_met:
+            self._engaged.add(name)
+        else:
+            self._engaged.discard(name)
         if list(result.conditions) != before:
             self.on_conditions(name, list(result.conditions))
             self.sim.rec.event(self.sim.t, "nodeConditions", node=name, conditions=list(result.conditions))
