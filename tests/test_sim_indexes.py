@@ -3,8 +3,8 @@
 - ClusterState: a node added or deleted changes only its own row (the pods naming a node that does not
   exist wait for it); after any sequence of node and pod changes every node's numbers, pods and table row
   equal those of a state rebuilt from the same objects.
-- Controllers' active-pod index, the kubelets' per-node slot index, the disruption controller's per-PDB
-  matches: checked against a fresh scan at every minute of simulations that evict, drain, remove nodes
+- Controllers' active-pod index, the pod registry's and the kubelets' per-node indexes, the kubelets'
+  engaged eviction managers, the disruption controller's per-PDB matches: checked against a fresh scan at every minute of simulations that evict, drain, remove nodes
   and scale.
 """
 
@@ -151,6 +151,9 @@ def check_indexes(e: Engine) -> None:
     s = u.slots
     for nid in range(u.n):
         assert u.live_slots_on(nid) == [int(x) for x in np.flatnonzero(s["live"] & (s["node"] == nid))]
+    names = {sp.node for sp in e.pods.values()} | set(e.cluster.nodes) | set(e.pods._on_node)
+    for name in names - {""}:
+        assert e.pods.on_node(name) == [sp for sp in e.pods.values() if sp.node == name]
     k = e.kubelets
     assert k._engaged == {name for name, m in k.managers.items()
                           if m.node_conditions or m.thresholds_first_observed_at or m.thresholds_met}

@@ -182,7 +182,7 @@ class ControllerManager:
                 owner.adopt(sp)
             sim.cluster.add(p)
             if p.node_name and not p.is_terminal:
-                sp.node = p.node_name
+                sim.pods.set_node(sp, p.node_name)
                 sp.bound_at = 0.0
                 sim.push(0.0, ORDER_POD, start_pod, sp, sp.serial)
         for c in snap_ctrl.values():
