@@ -4,8 +4,9 @@
   exist wait for it); after any sequence of node and pod changes every node's numbers, pods and table row
   equal those of a state rebuilt from the same objects.
 - Controllers' active-pod index, the pod registry's and the kubelets' per-node indexes, the kubelets'
-  engaged eviction managers, the disruption controller's per-PDB matches: checked against a fresh scan at every minute of simulations that evict, drain, remove nodes
-  and scale.
+  engaged eviction managers, the disruption controller's per-PDB matches, the server's queue of graceful
+  deletions: checked against a fresh scan at every minute of a simulation that evicts, drains, removes
+  and adds nodes and scales.
 """
 
 from __future__ import annotations
