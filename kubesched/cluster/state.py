@@ -196,6 +196,16 @@ class NodeTable:
         self.n += 1
         return self.n - 1
 
+    def remove_row(self, row: int) -> None:
+        """Drop a row; the rows after it move up by one (their order is kept). Per-row caches start afresh."""
+        n = self.n
+        for a in (self.alloc, self.requested, self.non_zero, self.pod_count, self.allowed_pods, self.has):
+            a[row:n - 1] = a[row + 1:n]
+            a[n - 1] = 0
+        self.n = n - 1
+        self.changed_rows = []
+        self.changes_epoch += 1
+
     def set_allocatable(self, row: int, alloc: dict[str, int]) -> None:
         for name in alloc:
             if name != PODS:
@@ -284,6 +294,9 @@ class ClusterState:
         self.assigned_with_required_anti_affinity: dict[str, Pod] = {}
         # Pods the scheduler assumed whose binding has not been made yet.
         self.assumed: set[str] = set()
+        # Keys of pods (not terminal) naming a node that does not exist, by node name: a superset, so that
+        # adding a node looks at the pods only when some may be waiting for it.
+        self._awaiting_node: dict[str, set[str]] = {}
 
     # ------------------------------------------------------------ building
 
@@ -420,10 +433,7 @@ class ClusterState:
             self.node_infos.append(info)
             self.node_info_by_name[node.name] = info
             self._new_node_epoch()
-            # Pods that named this node before it existed now count on it.
-            for p in self.pods.values():
-                if p.node_name == node.name and not p.is_terminal:
-                    self._account(info, p, +1)
+            self._adopt_waiting_pods(info)
         info.node = node
         info.allocatable = node_allocatable_units(node.allocatable)
         self.table.set_allocatable(info.index, info.allocatable)
@@ -437,25 +447,43 @@ class ClusterState:
         self._order = None
         self._image_nodes = None
 
-    def _delete_node(self, node: Node) -> None:
-        # Rows are positional; rebuild the table without the node (node removal is rare).
-        del self.nodes[node.name]
-        keep = [i.node for i in self.node_infos if i.node.name != node.name]
-        self.node_infos = []
-        self.node_info_by_name = {}
-        self.table = NodeTable()
-        self.assigned_with_affinity = {}
-        self.assigned_with_required_anti_affinity = {}
-        for n in keep:
-            row = self.table.add_row()
-            info = NodeInfo(n, row)
-            info.allocatable = node_allocatable_units(n.allocatable)
-            self.table.set_allocatable(row, info.allocatable)
-            self.node_infos.append(info)
-            self.node_info_by_name[n.name] = info
+    def _adopt_waiting_pods(self, info: NodeInfo) -> None:
+        """Pods that named this node before it existed now count on it (in the store's order). The store is
+        walked only when some pod may be waiting for the node."""
+        name = info.node.name
+        if not self._awaiting_node.pop(name, None):
+            return
         for p in self.pods.values():
-            if p.node_name and not p.is_terminal and p.node_name in self.node_info_by_name:
-                self._account(self.node_info_by_name[p.node_name], p, +1)
+            if p.node_name == name and not p.is_terminal:
+                self._account(info, p, +1)
+
+    def _await_node(self, pod: Pod) -> None:
+        """The pod names a node that does not exist (yet, or any more)."""
+        self._awaiting_node.setdefault(pod.node_name, set()).add(pod.key)
+
+    def _stop_awaiting(self, pod: Pod) -> None:
+        waiting = self._awaiting_node.get(pod.node_name)
+        if waiting is not None:
+            waiting.discard(pod.key)
+            if not waiting:
+                del self._awaiting_node[pod.node_name]
+
+    def _delete_node(self, node: Node) -> None:
+        """The node's row goes and the rows after it move up; the other nodes keep their objects and pods (as
+        upstream's cache.RemoveNode touches only that node). The node's pods stay in the store, naming it."""
+        del self.nodes[node.name]
+        info = self.node_info_by_name.pop(node.name)
+        for p in info.pods.values():
+            self.assigned_with_affinity.pop(p.key, None)
+            self.assigned_with_required_anti_affinity.pop(p.key, None)
+            self._await_node(p)
+        row = info.index
+        del self.node_infos[row]
+        for i in range(row, len(self.node_infos)):
+            moved = self.node_infos[i]
+            moved.index = i
+            moved.generation += 1
+        self.table.remove_row(row)
         self.node_generation += 1
         self.pod_generation += 1
         self._new_node_epoch()
@@ -495,6 +523,8 @@ class ClusterState:
                 info = self.node_info_by_name.get(old.node_name)
                 if info is not None:
                     self._account(info, old, -1)
+                else:
+                    self._stop_awaiting(old)
             if new is None:
                 del self.pods[old.key]
         if new is not None:
@@ -503,6 +533,8 @@ class ClusterState:
                 info = self.node_info_by_name.get(new.node_name)
                 if info is not None:
                     self._account(info, new, +1)
+                else:
+                    self._await_node(new)
 
     def _swap_pod(self, old: Pod, new: Pod) -> None:
         key = new.key

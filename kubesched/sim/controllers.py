@@ -206,7 +206,10 @@ class Controller:
         self.uid = str(meta.get("uid") or manager.new_uid(f"{self.kind}/{self.namespace}/{self.name}"))
         self.key = f"{self.kind}/{self.namespace}/{self.name}"
         self.workload = workload
+        # The pods it owns (change through own/disown), and those of them that are active (neither
+        # terminating nor terminal): kept in step by `pod_state_changed`, so counting them costs nothing.
         self.pods: dict[str, SimPod] = {}
+        self._active: dict[str, SimPod] = {}
         self._free: list[int] = []
         self._free_from: dict[int, str] = {}
         self._next_ordinal = 0
@@ -236,10 +239,31 @@ class Controller:
     # ------------------------------------------------------------ pod events (from the controller manager)
 
     def active(self) -> list[SimPod]:
-        return [p for p in self.pods.values() if not p.terminating and p.phase not in ("Succeeded", "Failed")]
+        """The active pods, in the order they were first owned."""
+        return [p for p in self.pods.values() if _is_active(p)]
+
+    def active_count(self) -> int:
+        """len(self.active()), from the index."""
+        return len(self._active)
+
+    def own(self, sp: SimPod) -> None:
+        self.pods[sp.key] = sp
+        self.pod_state_changed(sp)
+
+    def disown(self, key: str) -> None:
+        self.pods.pop(key, None)
+        self._active.pop(key, None)
+
+    def pod_state_changed(self, sp: SimPod) -> None:
+        """The registry changed the pod's phase or terminating mark (or the controller took it)."""
+        key = sp.key
+        if _is_active(sp) and self.pods.get(key) is sp:
+            self._active[key] = sp
+        elif self._active.get(key) is sp:
+            del self._active[key]
 
     def adopt(self, sp: SimPod) -> None:
-        self.pods[sp.key] = sp
+        self.own(sp)
         self.hold_ordinal(sp.ordinal)
 
     def pod_terminating(self, sp: SimPod) -> None:
@@ -253,7 +277,7 @@ class Controller:
 
     def pod_gone(self, sp: SimPod) -> None:
         """The pod object was deleted."""
-        self.pods.pop(sp.key, None)
+        self.disown(sp.key)
 
     def pod_running(self, sp: SimPod) -> None:
         """The pod started running."""
@@ -290,12 +314,11 @@ class ReplicaSetController(Controller):
         self.manager.create_pod(raw, self, self.identity(ordinal), ordinal, freed_by or replaces_hint)
 
     def reconcile(self) -> None:
-        active = self.active()
-        diff = self.replicas - len(active)
+        diff = self.replicas - self.active_count()
         for _ in range(diff):
             self._new_pod()
         if diff < 0:
-            for sp in rank_for_deletion(active)[: -diff]:
+            for sp in rank_for_deletion(self.active())[: -diff]:
                 self.manager.delete_pod(sp, component="controller", reason="ScaleDown", grace=None)
 
     def start(self) -> None:
@@ -319,6 +342,10 @@ class ReplicaSetController(Controller):
             # Deleted without a graceful deletion (preemption victims, node removal).
             self.release_ordinal(sp)
             self.reconcile()
+
+
+def _is_active(p: SimPod) -> bool:
+    return not p.terminating and p.phase not in ("Succeeded", "Failed")
 
 
 def rank_for_deletion(pods: list[SimPod]) -> list[SimPod]:
@@ -457,7 +484,7 @@ class DaemonSetController(Controller):
                 self.manager.delete_pod(cur, component="controller", reason="NodeNotEligible", grace=None)
 
     def adopt(self, sp: SimPod) -> None:
-        self.pods[sp.key] = sp
+        self.own(sp)
         if sp.node:
             self.by_node[sp.node] = sp
 
@@ -527,7 +554,7 @@ class JobController(Controller):
             for sp in self.active():
                 self.manager.delete_pod(sp, component="controller", reason="BackoffLimitExceeded", grace=None)
             return
-        active = len(self.active())
+        active = self.active_count()
         want = self.parallelism
         if self.completions is not None:
             want = min(want, self.completions - self.succeeded)
