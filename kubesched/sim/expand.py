@@ -157,7 +157,9 @@ def _job_finished(obj: dict[str, Any]) -> bool:
 
 def _plan(snap: Snapshot, file: str) -> list[_Plan]:
     claims = _Claims(snap.pods)
-    objects = [o for o in snap.others if o.kind in EXPANDED_KINDS and o.meta is not None]
+    # Gang kinds (PodGroup, ElasticQuota, NodeResourceTopology) live in `others` too but are never expanded.
+    objects = [o for o in snap.others
+               if isinstance(o, GenericObject) and o.kind in EXPANDED_KINDS and o.meta is not None]
     for o in snap.others:
         if o.kind == "CronJob":
             warn("not expanded: a CronJob creates Jobs on its schedule, which a one-shot command does not reach",
