@@ -3,6 +3,10 @@
 Objects are *stored* objects: no API defaulting is applied (a pod with limits and no requests has no
 requests). Each object keeps its `raw` dict so that components can read fields not modelled here and
 so that output can echo the input. Parse errors are InputErrors naming the object and the field.
+
+A pod loaded from a large JSON snapshot keeps its document undecoded (`RawDocument`, a view of the file's
+bytes) until something reads `raw`: the modelled fields are all most components read, and 150,000 decoded
+pod documents would hold several times the file's size in memory.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from fractions import Fraction
 from typing import Any
+
+import msgspec
 
 from kubesched.api.fields import integer, label_map, mapping, sequence
 from kubesched.api.quantity import parse_quantity
@@ -33,6 +39,36 @@ DEFAULT_SCHEDULER_NAME = "default-scheduler"
 
 
 # ---------------------------------------------------------------- small helpers
+
+
+_JSON = msgspec.json.Decoder()
+
+
+class RawDocument:
+    """An object's JSON document, not yet decoded: `data` is its bytes (a `msgspec.Raw` view of the file),
+    `first` the fields a typed list gives its items (apiVersion and kind of a PodList's items), put first."""
+
+    __slots__ = ("data", "first")
+
+    def __init__(self, data: msgspec.Raw | bytes, first: dict[str, Any] | None = None) -> None:
+        self.data = data
+        self.first = first
+
+    def decode(self) -> dict[str, Any]:
+        doc: dict[str, Any] = _JSON.decode(self.data)
+        return {**self.first, **doc} if self.first else doc
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, RawDocument):
+            return self.decode() == other.decode()
+        if isinstance(other, dict):
+            return self.decode() == other
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # as unhashable as the dict it stands for
+
+    def __repr__(self) -> str:
+        return f"RawDocument({bytes(self.data)[:60]!r}...)"
 
 
 def parse_time(value: Any, field: str) -> datetime | None:
@@ -406,11 +442,21 @@ class Pod:
     restart_policy: str
     phase: str
     nominated_node_name: str
-    raw: dict[str, Any]
+    # The stored document: a dict, or a RawDocument decoded (once) when `raw` is first read.
+    document: dict[str, Any] | RawDocument
     # Derived values computed once per pod object (requests, shape keys); never part of equality.
     cache: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
     kind = "Pod"
+
+    @property
+    def raw(self) -> dict[str, Any]:
+        """The pod as stored (what `kubectl get -o yaml` prints)."""
+        doc = self.document
+        if type(doc) is RawDocument:
+            doc = doc.decode()
+            object.__setattr__(self, "document", doc)
+        return doc  # type: ignore[return-value]
 
     @property
     def name(self) -> str:
@@ -466,7 +512,7 @@ class Pod:
             spec["nodeName"] = node_name
         else:
             spec.pop("nodeName", None)
-        return _evolve(self, node_name=node_name, raw={**self.raw, "spec": spec})
+        return _evolve(self, node_name=node_name, document={**self.raw, "spec": spec})
 
     def with_status(self, **fields: Any) -> Pod:
         """The pod with status fields set (a value of None removes the field)."""
@@ -481,14 +527,15 @@ class Pod:
             cache.pop(key, None)
         return _evolve(self, phase=str(status.get("phase") or ""),
                        nominated_node_name=str(status.get("nominatedNodeName") or ""),
-                       raw={**self.raw, "status": status}, cache=cache)
+                       document={**self.raw, "status": status}, cache=cache)
 
     def marked_for_deletion(self, at: datetime, grace_period_seconds: int) -> Pod:
         """The pod once a graceful deletion started: deletionTimestamp = start + grace period."""
         meta = dict(self.raw.get("metadata") or {})
         meta["deletionTimestamp"] = at.strftime("%Y-%m-%dT%H:%M:%SZ")
         meta["deletionGracePeriodSeconds"] = grace_period_seconds
-        return _evolve(self, meta=replace(self.meta, deletion_timestamp=at), raw={**self.raw, "metadata": meta})
+        return _evolve(self, meta=replace(self.meta, deletion_timestamp=at),
+                       document={**self.raw, "metadata": meta})
 
 
 # Memo keys derived from a pod's status (dropped when the status changes): the start time, and the QoS class
@@ -506,7 +553,9 @@ def _evolve(obj: Any, **changes: Any) -> Any:
     return new
 
 
-def parse_pod(raw: dict[str, Any]) -> Pod:
+def parse_pod(raw: dict[str, Any], document: RawDocument | None = None) -> Pod:
+    """A Pod from its decoded document `raw`; the pod keeps `document` instead when given (the same
+    document, undecoded: `raw` is then dropped once the model is built)."""
     meta = parse_meta(raw, "Pod", namespaced=True)
     obj = f"Pod {meta.namespace}/{meta.name}"
     try:
@@ -551,7 +600,7 @@ def parse_pod(raw: dict[str, Any]) -> Pod:
             restart_policy=str(spec.get("restartPolicy") or "Always"),
             phase=str(status.get("phase") or ""),
             nominated_node_name=str(status.get("nominatedNodeName") or ""),
-            raw=raw,
+            document=raw if document is None else document,
         )
     except InputError as e:
         raise e.located(obj=obj) from None
