@@ -20,7 +20,8 @@ from tests.browser import ROOT, SCREENSHOTS, browser
 
 EXAMPLES = {"hotspots": ROOT / "examples" / "hotspots" / "scenario.yaml",
             "memory-pressure": ROOT / "examples" / "memory-pressure" / "scenario.yaml",
-            "openb": ROOT / "examples" / "openb" / "scenario.yaml"}
+            "openb": ROOT / "examples" / "openb" / "scenario.yaml",
+            "gang": ROOT / "examples" / "gang" / "scenario.yaml"}
 
 # What a drawn chart looks like in the DOM Plotly builds: its traces, axis titles, legend and plot areas.
 CHARTS_JS = """() => Array.from(document.querySelectorAll('figure.chart')).map(f => {
@@ -112,6 +113,9 @@ def test_report_renders_in_chromium(example: str, reports: dict[str, Path], tmp_
         # GPUs are what the trace is about: a section per extended resource with its charts.
         assert {"allocated-alibabacloud-com-gpu-count", "nodes-by-alibabacloud-com-gpu-count",
                 "heatmap-alibabacloud-com-gpu-count", "summary-nodes-by-alibabacloud-com-gpu-milli"} <= ids
+    if example == "gang":
+        # The gang section: outcome bars and what gangs below quorum held (the default variant: 8 GPUs).
+        assert {"summary-gangs", "gang-held-gpus", "gang-held-cores"} <= ids
     if example == "hotspots":
         assert {"summary-hot-node-minutes", "summary-evictions", "cpu-spread", "hot-nodes", "evictions"} <= ids
         assert "pending" in dict(empty)

@@ -43,9 +43,19 @@ from kubesched.api.objects import (
     parse_pvc,
     parse_workload,
 )
+from kubesched.api.scheduling import ElasticQuota, PodGroup, parse_elastic_quota, parse_pod_group
+from kubesched.api.topology import NodeResourceTopology, parse_node_resource_topology
 from kubesched.errors import InputError
 
 WORKLOAD_KINDS = ("Service", "ReplicaSet", "ReplicationController", "StatefulSet")
+
+# Objects of other kinds kept with the cluster: parsed when kubesched understands them, else generic.
+OtherObject = GenericObject | PodGroup | ElasticQuota | NodeResourceTopology
+TYPED_OTHERS: dict[str, Callable[[dict[str, Any]], OtherObject]] = {
+    "PodGroup": parse_pod_group,
+    "ElasticQuota": parse_elastic_quota,
+    "NodeResourceTopology": parse_node_resource_topology,
+}
 
 
 def _yaml_loader() -> type[yaml.SafeLoader]:
@@ -127,9 +137,9 @@ class Snapshot:
     pdbs: list[PodDisruptionBudget] = field(default_factory=list)
     pvcs: list[PersistentVolumeClaim] = field(default_factory=list)
     workloads: list[Workload] = field(default_factory=list)
-    others: list[GenericObject] = field(default_factory=list)
+    others: list[OtherObject] = field(default_factory=list)
 
-    def of_kind(self, kind: str) -> list[GenericObject]:
+    def of_kind(self, kind: str) -> list[OtherObject]:
         return [o for o in self.others if o.kind == kind]
 
 
@@ -172,13 +182,17 @@ def _parse_items(items: Iterable[tuple[dict[str, Any], RawDocument | None]], fil
                 other = GenericObject(kind, str(raw.get("apiVersion", "")), w.meta, raw)
                 snap.others.append(other)
                 ident = (kind, w.meta.key)
+            elif kind in TYPED_OTHERS:
+                typed = TYPED_OTHERS[kind](raw)
+                snap.others.append(typed)
+                ident = (kind, typed.meta.key if typed.meta is not None else "")
             else:
                 meta = parse_meta(raw, kind, namespaced=True) if isinstance(raw.get("metadata"), dict) else None
                 snap.others.append(GenericObject(kind, str(raw.get("apiVersion", "")), meta, raw))
                 ident = (kind, meta.key) if meta else (kind, str(id(raw)))
         except InputError as e:
             raise e.located(file=file, obj=kind) from None
-        if ident in seen and kind in _PARSERS:
+        if ident in seen and (kind in _PARSERS or kind in TYPED_OTHERS):
             raise InputError("duplicate object", file=file, obj=f"{kind} {ident[1]}")
         seen.add(ident)
     if snap.pods:

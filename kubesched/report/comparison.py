@@ -14,7 +14,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from kubesched.sim.runner import TABLE_ROWS
+from kubesched.sim.runner import table_rows
 from kubesched.sim.units import format_duration
 
 
@@ -36,7 +36,7 @@ def format_cell(value: Any, kind: str) -> str:
 def comparison_rows(doc: dict[str, Any]) -> list[list[str]]:
     """The comparison table's rows: a label, then one cell per variant."""
     return [[label] + [format_cell(v["summary"].get(key), kind) for v in doc["variants"]]
-            for key, label, kind in TABLE_ROWS]
+            for key, label, kind in table_rows([v["summary"] for v in doc["variants"]])]
 
 
 def loop_lines(doc: dict[str, Any], per_variant: int = 3) -> list[str]:

@@ -5,8 +5,9 @@ comparison (hot-node minutes, evictions by component, CPU spread, eviction loops
 comparison table with the best and worst value of each row marked; the time series (CPU spread, hot nodes
 smoothed, hottest node against the threshold, pending pods, evictions, memory spread, allocation of CPU
 and memory); one section per extended resource (e.g. GPUs: allocation, nodes by how full they are, a
-per-node heatmap); evictions by component and reason; the eviction loops with their chains of events;
-per variant, heatmaps of actual and requested CPU per node.
+per-node heatmap); the gangs, when a run had PodGroups (`kubesched.report.gangs`); evictions by component
+and reason; the eviction loops with their chains of events; per variant, heatmaps of actual and requested
+CPU per node.
 
 Built from a `kubesched.sim.runner.SimulationRun` with the shared blocks of `kubesched.report.figures`
 and `kubesched.report.html`; `write_report` also saves every chart as PNG/SVG when asked.
@@ -39,14 +40,16 @@ from kubesched.report.figures import (
     stacked_area_chart,
     styles,
 )
+from kubesched.report.gangs import gang_findings, gang_section
 from kubesched.report.html import Page, esc
-from kubesched.sim.runner import TABLE_ROWS, SimulationRun
+from kubesched.sim.runner import SimulationRun, table_rows
 from kubesched.sim.units import format_duration
 
 # Rows where lower is better (the others are neutral); the best and worst variants' cells are marked.
 LOWER_BETTER = {"cpuSpreadStdMean", "cpuRangeMean", "cpuSpreadStdFinal", "cpuMaxPeak", "hotNodeMinutes",
                 "memSpreadStdMean", "pendingMax", "podsWaited", "schedulingLatencyP95", "schedulingLatencyMax",
-                "kubeletEvictions", "oomKills", "loopEpisodes", "loopWorkloads"}
+                "kubeletEvictions", "oomKills", "loopEpisodes", "loopWorkloads", "gangWaitMean", "gangWaitMax",
+                "permitTimeouts", "partialGangGpuHours", "partialGangGpusAtEnd"}
 COMPONENT_COLOURS = {"descheduler": "#4E79A7", "kubelet": "#E15759", "scheduler": "#F28E2B", "drain": "#76B7B2"}
 # Nodes by how much of a resource is requested: (label, lower bound inclusive, upper bound exclusive, colour).
 BANDS = [("idle (0%)", -1.0, 1e-9, "#d9d9d9"), ("under half", 1e-9, 0.5, "#9ecae1"),
@@ -123,6 +126,8 @@ def build_report(run: SimulationRun) -> Page:
         for c in charts[2:]:
             page.chart(c)
 
+    gang_section(page, results, style, scale, s.duration)
+
     page.heading("Evictions by component and reason", anchor="evictions-table")
     _evictions_table(page, results)
 
@@ -184,6 +189,7 @@ def findings(results: list[dict[str, Any]]) -> list[str]:
             full = float(np.mean(counts[-1])) if counts[-1].size else 0.0
             parts.append(f"{esc(r['variant'])} {used:,.1f} nodes in use, {full:,.1f} full")
         out.append(f"<b>{esc(res)}</b> (mean over the run): " + "; ".join(parts) + ".")
+    out.extend(gang_findings(results))
     for r in results:
         out.append(_verdict(r, base["summary"], base["variant"]))
     return out
@@ -364,7 +370,7 @@ def _comparison_table(page: Page, results: list[dict[str, Any]], colours: dict[s
     names = [r["variant"] for r in results]
     rows: list[list[str]] = []
     classes: list[list[str]] = []
-    for key, label, kind in TABLE_ROWS:
+    for key, label, kind in table_rows([r["summary"] for r in results]):
         vals = [r["summary"].get(key) for r in results]
         nums = [float(v) for v in vals if isinstance(v, (int, float)) and not (isinstance(v, float) and math.isnan(v))]
         best = worst = None

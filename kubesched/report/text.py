@@ -18,6 +18,13 @@ def explain_table(data: dict[str, Any], max_node_columns: int = 8) -> None:
     the score of every plugin (rows) on the best nodes (columns)."""
     console.print(f"[bold]pod[/bold] {data['pod']}  profile {data.get('profile')}  "
                   f"selected [bold green]{data.get('selected') or '-'}[/bold green]")
+    permit = data.get("permit")
+    if permit:
+        waits = "; ".join(f"{name} ({w['timeoutSeconds']:g}s): {w['reason']}" if w["reason"] else
+                          f"{name} ({w['timeoutSeconds']:g}s)" for name, w in (permit.get("waitingOn") or {}).items())
+        console.print(f"[bold]permit[/bold] {permit['code']}" + (f" by {permit['plugin']}" if permit.get("plugin") else "")
+                      + (f": {'; '.join(permit['reasons'])}" if permit["reasons"] and not waits else "")
+                      + (f" — waits for {waits}" if waits else ""))
     rows = sorted(data["nodes"].items(), key=lambda kv: (kv[1]["total"] is None, -(kv[1]["total"] or 0), kv[0]))
     verdicts = Table(title="Filter")
     verdicts.add_column("node")

@@ -14,6 +14,7 @@ import numpy as np
 from kubesched.api.objects import Pod
 from kubesched.errors import InputError
 from kubesched.scheduler.framework import Code, CycleState, ScorePlugin, Status
+from kubesched.scheduler.runtime import Framework
 from kubesched.scheduler.scheduler import Scheduler
 
 
@@ -108,6 +109,7 @@ def explain(scheduler: Scheduler, pod: Pod) -> dict[str, Any]:
             if sst.is_success:
                 entry["scores"][spl.name] = {"raw": int(value), "normalized": int(value),
                                              "weighted": int(value) * fwk.weights.get(spl.name, 1)}
+    permit = _dry_permit(scheduler, fwk, state, pod, selected) if selected is not None and fwk.permit else None
     return {
         "pod": pod.key,
         "profile": fwk.scheduler_name,
@@ -115,7 +117,32 @@ def explain(scheduler: Scheduler, pod: Pod) -> dict[str, Any]:
         "preFilter": {k: v.to_json() for k, v in pre_statuses.items()},
         "preScore": {k: v.to_json() for k, v in pre_score_statuses.items()},
         "weights": dict(fwk.weights),
+        "permit": permit,
         "nodes": nodes,
         "notes": "scores of nodes that failed Filter are shown only for plugins without NormalizeScore; "
                  "such nodes have no total",
     }
+
+
+def _dry_permit(scheduler: Scheduler, fwk: Framework, state: CycleState, pod: Pod, node: str) -> dict[str, Any]:
+    """Reserve and Permit on the selected node, then undone: the Permit verdict and, for a pod that would
+    wait (a gang member), on which plugins, for how long and why."""
+    cluster = scheduler.cluster
+    known = pod.key in cluster.pods
+    pod = cluster.assume(pod, node)
+    st = fwk.run_reserve(state, pod, node)
+    if st.is_success:
+        st = fwk.run_permit(state, pod, node)
+    out: dict[str, Any] = {"node": node, "code": st.code.value, "reasons": list(st.reasons), "plugin": st.plugin}
+    wp = scheduler.waiting_pods.of(pod)
+    if wp is not None:
+        plugins = {pl.name: pl for pl in fwk.permit}
+        out["waitingOn"] = {name: {"timeoutSeconds": wp.timeouts[name],
+                                   "reason": plugins[name].wait_reason(pod) if name in plugins else ""}
+                            for name in wp.get_pending_plugins()}
+        scheduler.waiting_pods.remove(wp)
+    fwk.run_unreserve(state, pod, node)
+    pod = cluster.unbind(pod)
+    if not known:
+        cluster.delete(pod)
+    return out

@@ -24,6 +24,7 @@ from kubesched.cluster.state import ClusterState, NodeInfo
 from kubesched.config.plugin_args import NoArgs, PluginArgs
 from kubesched.metrics.base import Metrics, MetricsFeed, MetricsSource
 from kubesched.scheduler.nominator import Nominator
+from kubesched.scheduler.waiting_pods import WaitingPods
 
 if TYPE_CHECKING:
     from kubesched.scheduler.runtime import Framework
@@ -125,6 +126,20 @@ class CycleState:
         return out
 
 
+# framework.PodsToActivateKey: plugins put pods here to move them to activeQ when the cycle ends.
+PODS_TO_ACTIVATE_KEY = "kubernetes.io/pods-to-activate"
+
+
+@dataclass(slots=True)
+class PodsToActivate:
+    """framework.PodsToActivate: pods (by namespace/name) to move to activeQ at the end of a cycle."""
+
+    pods: dict[str, Pod] = field(default_factory=dict)
+
+    def clone(self) -> PodsToActivate:
+        return self  # shared between clones, as upstream's
+
+
 @dataclass(slots=True)
 class PreFilterResult:
     """Restricts the nodes the Filter phase evaluates; None means all nodes."""
@@ -217,12 +232,13 @@ class SchedulerServices:
 
 class Handle:
     """What plugins may use of the scheduler: the cluster (read), the client (write), the framework, the
-    clock, the RNG, the nominator, and the caller's typed services."""
+    clock, the RNG, the nominator, the caller's typed services, and the pods waiting at Permit
+    (`waiting_pods`: IterateOverWaitingPods / GetWaitingPod, one map shared by every profile)."""
 
     def __init__(self, cluster: ClusterState, framework: Framework | None = None,
                  now: Callable[[], float] | None = None, rng: np.random.Generator | None = None,
                  services: SchedulerServices | None = None, nominator: Nominator | None = None,
-                 client: Client | None = None) -> None:
+                 client: Client | None = None, waiting_pods: WaitingPods | None = None) -> None:
         self.cluster = cluster
         self.framework = framework
         self.now = now or (lambda: 0.0)
@@ -232,6 +248,8 @@ class Handle:
         self.nominator = nominator if nominator is not None else Nominator(cluster)
         # How plugins act on the cluster (bind, delete victims, patch status); in process by default.
         self.client: Client = client if client is not None else InProcessAPIServer(cluster, self.now)
+        # Pods waiting at Permit (IterateOverWaitingPods, GetWaitingPod): one map for every profile.
+        self.waiting_pods = waiting_pods if waiting_pods is not None else WaitingPods()
 
 
 # ---------------------------------------------------------------- plugins
@@ -340,7 +358,12 @@ class ReservePlugin(Plugin):
 
 class PermitPlugin(Plugin):
     def permit(self, state: CycleState, pod: Pod, node_name: str) -> tuple[Status, float]:
+        """Success, a rejection, or Wait with a timeout in seconds (the pod then waits for allow/reject)."""
         return Status(), 0.0
+
+    def wait_reason(self, pod: Pod) -> str:
+        """Why `pod` waits at this plugin, in words (for explain); empty when the plugin cannot say."""
+        return ""
 
 
 class PreBindPlugin(Plugin):

@@ -32,6 +32,12 @@ class Nominator:
     def node_of(self, pod_key: str) -> str:
         return self.nominated.get(pod_key, "")
 
+    def pods_for_node(self, node_name: str) -> list[Pod]:
+        """NominatedPodsForNode: every pending pod nominated to `node_name`, whatever its priority."""
+        pods = self.cluster.pods
+        return [p for key, node in self.nominated.items()
+                if node == node_name and (p := pods.get(key)) is not None and not p.node_name]
+
     def nominated_pods_for(self, node_name: str, pod: Pod) -> list[Pod]:
         """Pods nominated to `node_name` with priority at least the pod's (excluding the pod itself)."""
         out = []

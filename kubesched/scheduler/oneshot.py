@@ -16,6 +16,7 @@ from kubesched.metrics.loader import load_metrics
 from kubesched.scheduler.framework import SchedulerServices
 from kubesched.scheduler.registry import Registry
 from kubesched.scheduler.scheduler import Outcome, Scheduler
+from kubesched.scheduler.waiting_pods import MAX_PERMIT_TIMEOUT
 
 
 class VirtualClock:
@@ -51,8 +52,11 @@ def build_scheduler(snapshot: str, config: str | None, metrics: str | None, now:
 def schedule_all(sched: Scheduler, clock: VirtualClock) -> dict[str, Any]:
     """Every pending pod through the queue; each binding is applied before the next pod is scheduled.
 
-    Waits (backoff, preemption victims terminating) pass on the virtual clock; pods still unschedulable
-    when nothing more can change are reported with their last reason.
+    Waits (backoff, preemption victims terminating, Permit timeouts) pass on the virtual clock; pods still
+    unschedulable when nothing more can change are reported with their last reason. Once pods have waited
+    at Permit, the run stops when no pod was bound for MAX_PERMIT_TIMEOUT + podMaxBackoffSeconds of
+    virtual time (the real scheduler would retry a gang that cannot be placed for ever); pods still
+    waiting then are reported as waiting.
     """
     records: dict[str, dict[str, Any]] = {}
 
@@ -60,6 +64,8 @@ def schedule_all(sched: Scheduler, clock: VirtualClock) -> dict[str, Any]:
         rec = records.setdefault(out.pod.key, {"pod": out.pod.key, "node": None, "nominatedNode": None,
                                                "preempted": []})
         rec["node"] = out.node
+        if out.waited is not None:
+            rec["permitWaitSeconds"] = round(out.waited, 3)
         if out.nominated_node:
             rec["nominatedNode"] = out.nominated_node
         rec["preempted"].extend(v for v in out.preempted if v not in rec["preempted"])
@@ -69,7 +75,14 @@ def schedule_all(sched: Scheduler, clock: VirtualClock) -> dict[str, Any]:
             rec.pop("reason", None)
 
     sched.enqueue_pending()
-    sched.run_until_idle(advance=clock.advance, on_outcome=record)
+    sched.run_until_idle(advance=clock.advance, on_outcome=record,
+                         give_up_after=MAX_PERMIT_TIMEOUT + sched.config.pod_max_backoff_seconds)
+    for wp in sched.waiting_pods:
+        rec = records.setdefault(wp.pod.key, {"pod": wp.pod.key, "node": None, "nominatedNode": None,
+                                              "preempted": []})
+        rec["node"] = None
+        rec["reason"] = (f"waiting at Permit on node {wp.node_name} for "
+                         f"{', '.join(wp.get_pending_plugins()) or 'no plugin'} when the run stopped")
     for key in sched.queue.pending().get("gated", []):
         pod = sched.cluster.pods[key]
         records.setdefault(key, {"pod": key, "node": None, "nominatedNode": None, "preempted": [],

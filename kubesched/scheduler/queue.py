@@ -69,6 +69,9 @@ class SchedulingQueue:
         return _K(qpi)
 
     def _push_active(self, qpi: QueuedPodInfo) -> None:
+        if qpi.initial_attempt_timestamp is None:
+            # moveToActiveQ: set when the pod first enters activeQ (Coscheduling's QueueSort reads it).
+            qpi.initial_attempt_timestamp = self.clock()
         self._seq += 1
         heapq.heappush(self._active, (self._key(qpi), self._seq, qpi.pod.key))
         self.where[qpi.pod.key] = "active"
@@ -198,6 +201,26 @@ class SchedulingQueue:
         self.unschedulable_since.pop(key, None)  # keep insertion order = time order
         self.unschedulable_since[key] = qpi.timestamp
 
+    def activate(self, pods: dict[str, Pod]) -> None:
+        """Activate: pods in the unschedulable pool or backoffQ move to activeQ at once (backoff ignored).
+
+        A pod that failed at this very instant stays where it is: scheduling takes no virtual time, and a
+        group whose pods activate each other would otherwise be retried for ever without the clock moving
+        (upstream retries it within milliseconds, which is what the pod's backoff stands for here)."""
+        now = self.clock()
+        for key in pods:
+            qpi = self.infos.get(key)
+            where = self.where.get(key)
+            if qpi is None or where not in ("unschedulable", "backoff", "gated"):
+                continue
+            if where != "gated" and qpi.attempts and qpi.timestamp >= now:
+                continue
+            self.unschedulable_since.pop(key, None)
+            if where == "gated":
+                self._enqueue_new(qpi)
+            else:
+                self._push_active(qpi)
+
     # ------------------------------------------------------------ cluster events
 
     def _move(self, qpi: QueuedPodInfo) -> None:
@@ -208,13 +231,16 @@ class SchedulingQueue:
         else:
             self._push_active(qpi)
 
-    def on_cluster_event(self, resource: str, action: str) -> None:
-        """MoveAllToActiveOrBackoffQueue for the pods whose rejecting plugins registered this event."""
+    def on_cluster_event(self, resource: str, action: str, exclude: str | None = None) -> None:
+        """MoveAllToActiveOrBackoffQueue for the pods whose rejecting plugins registered this event
+        (`exclude`: a pod key left where it is)."""
         self.move_request_cycle = self.scheduling_cycle
         if not self.unschedulable_since:
             return
         # unschedulable_since holds exactly the pods in the unschedulable pool.
         for key in list(self.unschedulable_since):
+            if key == exclude:
+                continue
             qpi = self.infos[key]
             fwk = self.frameworks.get(qpi.pod.scheduler_name)
             if fwk is None:

@@ -42,6 +42,13 @@ BUILTIN: dict[str, str] = {
     "LoadVariationRiskBalancing": _P + "trimaran.load_variation_risk_balancing:LoadVariationRiskBalancing",
     "LowRiskOverCommitment": _P + "trimaran.low_risk_over_commitment:LowRiskOverCommitment",
     "LoadAwareScheduling": _P + "load_aware_scheduling:LoadAwareScheduling",
+    # scheduler-plugins (kubernetes-sigs/scheduler-plugins), under their upstream names.
+    "Coscheduling": _P + "coscheduling.coscheduling:Coscheduling",
+    "CapacityScheduling": _P + "capacityscheduling.capacity_scheduling:CapacityScheduling",
+    "NodeResourcesAllocatable": _P + "node_resources_allocatable:NodeResourcesAllocatable",
+    "NodeResourceTopologyMatch": _P + "noderesourcetopology.topology_match:NodeResourceTopologyMatch",
+    "PodState": _P + "pod_state:PodState",
+    "QOSSort": _P + "qos_sort:QOSSort",
 }
 
 

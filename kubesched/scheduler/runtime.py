@@ -381,11 +381,21 @@ class Framework:
             pl.unreserve(state, pod, node_name)
 
     def run_permit(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        """RunPermitPlugins: the first rejection or error stops; Wait adds the pod to the waiting pods."""
+        waits: dict[str, float] = {}
         for pl in self.permit:
-            st, _timeout = pl.permit(state, pod, node_name)
-            if not st.is_success:
-                # A simulated cluster has no other scheduling cycles to wait for: Wait is treated as a rejection.
+            st, timeout = pl.permit(state, pod, node_name)
+            if st.is_success:
+                continue
+            if st.is_rejected:
                 return st.with_plugin(pl.name)
+            if st.code is Code.WAIT:
+                waits[pl.name] = timeout
+                continue
+            return Status(Code.ERROR, [f'running Permit plugin "{pl.name}": {st.message}'], pl.name)
+        if waits:
+            self.handle.waiting_pods.add(pod, node_name, waits, self.handle.now())
+            return Status(Code.WAIT, [f'one or more plugins asked to wait and no plugin rejected pod "{pod.name}"'])
         return Status()
 
     def run_pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:

@@ -3,6 +3,11 @@
 `schedule_pod` follows kube-scheduler's `schedulePod`: the nominated node first, then Filter over nodes
 in NodeTree order from a rotating start index until `numFeasibleNodesToFind` feasible nodes are found,
 then PreScore/Score/NormalizeScore with weights and a random choice among the best (one seeded RNG).
+
+A pod a Permit plugin makes wait stays assumed on its node and its binding cycle is parked
+(`schedule_one` returns an Outcome with `waiting_on`); `settle_permits()` fires the Permit timers due on
+the scheduler's clock and finishes the binding cycle of every pod that was allowed or rejected
+(kubernetes/kubernetes pkg/scheduler/schedule_one.go: bindingCycle, handleBindingCycleError).
 """
 
 from __future__ import annotations
@@ -20,12 +25,15 @@ from kubesched.cluster.events import Cause, Event, EventType
 from kubesched.cluster.state import ClusterState
 from kubesched.config.scheduler_config import SchedulerConfig, default_config
 from kubesched.scheduler.framework import (
+    PODS_TO_ACTIVATE_KEY,
     Code,
     CycleState,
     Diagnosis,
     FitError,
     Handle,
+    PodsToActivate,
     PostFilterResult,
+    QueuedPodInfo,
     SchedulerServices,
     Status,
 )
@@ -33,6 +41,7 @@ from kubesched.scheduler.nominator import Nominator
 from kubesched.scheduler.queue import SchedulingQueue
 from kubesched.scheduler.registry import Registry, default_registry
 from kubesched.scheduler.runtime import Framework, ScoreBreakdown, build_frameworks
+from kubesched.scheduler.waiting_pods import WaitingPod, WaitingPods
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 # What a cluster event is, for the plugins' registered events (EventsToRegister).
@@ -50,7 +59,7 @@ class ScheduleResult:
 
 @dataclass
 class Outcome:
-    """What one scheduling attempt did."""
+    """What one scheduling attempt did (or, for a pod that waited at Permit, how its binding cycle ended)."""
 
     pod: Pod
     node: str | None
@@ -58,6 +67,20 @@ class Outcome:
     preempted: list[str] = field(default_factory=list)
     reason: str = ""
     status: Status | None = None
+    waiting_on: str | None = None  # the node the pod is assumed on while it waits at Permit
+    waited: float | None = None  # seconds the pod waited at Permit (outcomes of settle_permits)
+    timed_out: bool = False  # a Permit timer rejected it
+
+
+@dataclass(slots=True)
+class _ParkedBinding:
+    """The binding cycle of a pod waiting at Permit, resumed when the pod is allowed or rejected."""
+
+    fwk: Framework
+    state: CycleState
+    qpi: QueuedPodInfo
+    host: str
+    cycle: int
 
 
 class Scheduler:
@@ -78,10 +101,12 @@ class Scheduler:
         self.client: Client = client if client is not None else InProcessAPIServer(cluster, self.clock)
         # The nominator: pods nominated to a node by preemption (and snapshot status.nominatedNodeName).
         self.nominator = Nominator(cluster)
+        # One waiting-pods map for every profile, as upstream's scheduler shares it.
+        self.waiting_pods = WaitingPods()
         self.frameworks: dict[str, Framework] = build_frameworks(
             self.config, self.registry,
             lambda: Handle(cluster, None, self.clock, self.rng, self.services, nominator=self.nominator,
-                           client=self.client))
+                           client=self.client, waiting_pods=self.waiting_pods))
         self.queue = SchedulingQueue(self.frameworks, self.clock, self.config.pod_initial_backoff_seconds,
                                      self.config.pod_max_backoff_seconds)
         self.next_start_node_index = 0
@@ -105,6 +130,9 @@ class Scheduler:
         t = ev.type
         if t is EventType.DELETED:
             self.nominator.delete(pod.key)
+            if self.waiting_pods:
+                # RejectWaitingPod: a deleted pod stops waiting (its binding cycle fails at settle_permits).
+                self.waiting_pods.reject_removed(pod)
             if pod.node_name:
                 self.queue.on_cluster_event("Pod", "delete")
             else:
@@ -329,6 +357,7 @@ class Scheduler:
             return Outcome(pod, None, reason=f"no profile for schedulerName {pod.scheduler_name!r}")
         cycle = self.queue.scheduling_cycle
         state = CycleState()
+        state.write(PODS_TO_ACTIVATE_KEY, PodsToActivate())
         try:
             result = self.schedule_pod(fwk, state, pod)
         except PluginError as pe:
@@ -382,50 +411,143 @@ class Scheduler:
             pass
 
     def _assume_and_bind(self, fwk: Framework, state: CycleState, qpi: Any, host: str, cycle: int) -> Outcome:
-        # Assume: the pod counts on the node from now on, before binding completes.
+        # Assume: the pod counts on the node from now on, before binding completes (a pod that waits at
+        # Permit stays assumed, and unbound, until it is allowed or rejected).
         pod = self.cluster.assume(qpi.pod, host)
         qpi.pod = pod
         st = fwk.run_reserve(state, pod, host)
         if st.is_success:
             st = fwk.run_permit(state, pod, host)
-        if st.is_success:
-            st = fwk.run_pre_bind(state, pod, host)
-        if st.is_success:
-            st = fwk.run_bind(state, pod, host)
+        if st.code is Code.WAIT:
+            self._activate(state)
+            wp = self.waiting_pods.of(pod)
+            if wp is not None:
+                wp.binding = _ParkedBinding(fwk, state, qpi, host, cycle)
+            return Outcome(pod, None, waiting_on=host, reason=st.message, status=st)
         if not st.is_success:
             fwk.run_unreserve(state, pod, host)
             qpi.pod = self.cluster.unbind(pod)
             qpi.unschedulable_plugins = {st.plugin} if st.plugin else set()
             self.queue.add_unschedulable(qpi, cycle, error=st.code is Code.ERROR)
-            return Outcome(qpi.pod, None, reason=st.message, status=st)
+            return Outcome(qpi.pod, None, reason=self._rejection_message(pod, host, st), status=st)
+        self._activate(state)
+        return self._binding_cycle(fwk, state, qpi, host, cycle)
+
+    def _binding_cycle(self, fwk: Framework, state: CycleState, qpi: Any, host: str, cycle: int) -> Outcome:
+        """PreBind, Bind, PostBind of an assumed pod that Permit allowed."""
+        pod = qpi.pod
+        st = fwk.run_pre_bind(state, pod, host)
+        if st.is_success:
+            st = fwk.run_bind(state, pod, host)
+        if not st.is_success:
+            return self._binding_failed(fwk, state, qpi, host, cycle, st)
         bound = self.cluster.pods.get(pod.key, pod)
         fwk.run_post_bind(state, bound, host)
         self.nominator.delete(pod.key)
         if bound.nominated_node_name:
             self._patch_status(bound, nominatedNodeName=None)
         self.queue.done(bound)
+        self._activate(state)
         return Outcome(bound, host)
+
+    def _binding_failed(self, fwk: Framework, state: CycleState, qpi: Any, host: str, cycle: int,
+                        st: Status) -> Outcome:
+        """handleBindingCycleError: unreserve, forget the assumed pod, requeue it, and since its resources
+        are free again move the other unschedulable pods (AssignedPodDelete)."""
+        pod = qpi.pod
+        fwk.run_unreserve(state, pod, host)
+        reason = self._rejection_message(pod, host, st)
+        if pod.key not in self.cluster.pods:
+            self.queue.delete(pod)  # deleted while it waited: nothing to forget, nothing to retry
+            return Outcome(pod, None, reason=reason, status=st)
+        qpi.pod = pod = self.cluster.unbind(pod)
+        out = Outcome(pod, None, reason=reason, status=st)
+        self._nominate(pod, PostFilterResult())
+        qpi.unschedulable_plugins = {st.plugin} if st.plugin else set()
+        self.queue.add_unschedulable(qpi, cycle, error=st.code is Code.ERROR)
+        self.queue.on_cluster_event("Pod", "delete", exclude=pod.key)
+        return out
+
+    @staticmethod
+    def _rejection_message(pod: Pod, host: str, st: Status) -> str:
+        """A rejection after the node was chosen reads as a FitError over that one node."""
+        if not st.is_rejected:
+            return st.message
+        return FitError(pod, 1, Diagnosis(node_to_status={host: st})).message()
+
+    def _activate(self, state: CycleState) -> None:
+        """Move the pods plugins asked to activate (PodsToActivate) to activeQ."""
+        pta = state.read(PODS_TO_ACTIVATE_KEY)
+        if pta is not None and pta.pods:
+            self.queue.activate(pta.pods)
+            pta.pods = {}
+
+    # ------------------------------------------------------------ Permit: waiting pods
+
+    def settle_permits(self) -> list[Outcome]:
+        """Fire the Permit timers due now, then finish the binding cycle of every pod that was allowed or
+        rejected since (in signal order, including pods a finished cycle rejects in turn)."""
+        waiting = self.waiting_pods
+        if not waiting:
+            return []
+        waiting.fire_timers(self.clock())
+        out: list[Outcome] = []
+        while waiting.has_signalled:
+            for wp in waiting.take_signalled():
+                done = self._finish_waiting(wp)
+                if done is not None:
+                    out.append(done)
+        return out
+
+    def _finish_waiting(self, wp: WaitingPod) -> Outcome | None:
+        """WaitOnPermit returned for `wp`: bind it, or fail its binding cycle with the rejection."""
+        b = wp.binding
+        sig = wp.signal
+        if not isinstance(b, _ParkedBinding) or sig is None:
+            return None
+        if sig.allowed:
+            out = self._binding_cycle(b.fwk, b.state, b.qpi, b.host, b.cycle)
+        else:
+            st = Status(Code.UNSCHEDULABLE, [sig.message], sig.plugin)
+            out = self._binding_failed(b.fwk, b.state, b.qpi, b.host, b.cycle, st)
+        out.waited = self.clock() - wp.since
+        out.timed_out = sig.timed_out
+        return out
 
     # ------------------------------------------------------------ the loop
 
     def run_until_idle(self, advance: Callable[[float], None] | None = None,
-                       on_outcome: Callable[[Outcome], None] | None = None, max_attempts: int = 1_000_000) -> None:
-        """Schedule until nothing more can change: activeQ empty, and no backoff or graceful deletion left
-        to wait for. `advance(t)` moves the virtual clock to t (then terminations due by t finish).
+                       on_outcome: Callable[[Outcome], None] | None = None, max_attempts: int = 1_000_000,
+                       give_up_after: float | None = None) -> None:
+        """Schedule until nothing more can change: activeQ empty, no pod waiting at Permit, and no backoff
+        or graceful deletion left to wait for. `advance(t)` moves the virtual clock to t (then terminations
+        due by t finish, Permit timers due by t fire).
 
         A pod whose attempt failed with a plugin error is retried after its backoff only if the cluster
-        changed since (upstream retries forever; a one-shot run would never end)."""
+        changed since (upstream retries forever; a one-shot run would never end). `give_up_after`: once
+        pods have waited at Permit, stop when that many seconds pass without a binding (a gang that cannot
+        be placed is retried for ever too)."""
         attempts = 0
         errored: dict[str, int] = {}
         server = self.client if isinstance(self.client, InProcessAPIServer) else None
+        waiting = self.waiting_pods
+        last_bound = self.clock()
         while attempts < max_attempts:
+            if waiting:  # only profiles with Permit plugins that wait ever have waiting pods
+                for late in self.settle_permits():
+                    if late.node is not None:
+                        last_bound = self.clock()
+                    if on_outcome is not None:
+                        on_outcome(late)
             qpi = self.queue.pop()
             if qpi is None:
-                waits = [t for t in (self.queue.next_backoff_expiry(),
+                waits = [t for t in (self.queue.next_backoff_expiry(), waiting.next_deadline(),
                                      server.next_deadline() if server is not None else None) if t is not None]
                 if not waits or advance is None:
                     return
                 t = min(waits)
+                if give_up_after is not None and waiting.used and t - last_bound > give_up_after:
+                    return
                 advance(t)
                 if server is not None:
                     server.advance(t)
@@ -440,6 +562,8 @@ class Scheduler:
                 errored[key] = self.cluster.revision
             else:
                 errored.pop(key, None)
+            if give_up_after is not None and out.node is not None:
+                last_bound = self.clock()
             if on_outcome is not None:
                 on_outcome(out)
 

@@ -36,7 +36,7 @@ from kubesched.config.scheduler_config import SchedulerConfig, default_config, p
 from kubesched.descheduler.registry import default_registry
 from kubesched.kubelet.kubelet_config import default_kubelet_config, parse_kubelet_config
 from kubesched.scheduler.framework import SchedulerServices
-from kubesched.scheduler.scheduler import Scheduler
+from kubesched.scheduler.scheduler import Outcome, Scheduler
 from kubesched.sim.context import (
     ORDER_DESCHEDULER,
     ORDER_KUBELET,
@@ -50,6 +50,7 @@ from kubesched.sim.context import (
 from kubesched.sim.controller_manager import ControllerManager
 from kubesched.sim.descheduling import DeschedulerDriver
 from kubesched.sim.disruption import DisruptionController
+from kubesched.sim.gangs import GangDriver
 from kubesched.sim.kubelet import Kubelets
 from kubesched.sim.metrics import MetricsDriver
 from kubesched.sim.node_lifecycle import NodeLifecycle
@@ -63,6 +64,8 @@ from kubesched.sim.trace_pods import TracePods
 
 # Pods left unschedulable this long are retried without any event (upstream's periodic flush).
 MAX_IN_UNSCHEDULABLE = 300.0
+# Scheduling objects of the scheduler-plugins (gangs, quotas, NUMA topology) the cluster starts with.
+SCHEDULING_KINDS = ("PodGroup", "ElasticQuota", "NodeResourceTopology")
 
 
 @dataclasses.dataclass(slots=True)
@@ -76,6 +79,7 @@ class RunResult:
     descheduler_cycles: int
     end: float
     notes: list[str]
+    gangs: dict[str, Any] = dataclasses.field(default_factory=dict)  # gangs.py: GangDriver.result
 
 
 class Engine:
@@ -140,7 +144,8 @@ class Engine:
         extra = parse_objects(list(s.cluster.objects), s.path)
         self.nodes.initial_nodes(snap.nodes)
         for group in (snap, extra):
-            for obj in (*group.namespaces, *group.priority_classes, *group.pdbs, *group.pvcs, *group.workloads):
+            for obj in (*group.namespaces, *group.priority_classes, *group.pdbs, *group.pvcs, *group.workloads,
+                        *(o for o in group.others if o.kind in SCHEDULING_KINDS)):
                 self.cluster.add(obj)
         for o in snap.others:
             if getattr(o, "kind", "") in ("NodeMetrics", "PodMetrics"):
@@ -154,6 +159,9 @@ class Engine:
         # koord-scheduler's LoadAwareScheduling reads koordlet's NodeMetric, reported every minute.
         self._koord_plugins = [p for fwk in self.sched.frameworks.values() for p in fwk.plugins.values()
                                if getattr(p, "name", "") == "LoadAwareScheduling"]
+        # Gangs: PodGroups for labelled workloads (before their pods), members that work only together.
+        self.gangs = GangDriver(self, self.kubelets.succeed_pod)
+        self.kubelets.holds_work = self.gangs.holds
         # The simulation's pod records first, then the drivers that react to pods, in this order.
         self.cluster.subscribe(self.pods.on_event)
         updated, deleted, bound = EventType.UPDATED, EventType.DELETED, EventType.BOUND
@@ -260,21 +268,29 @@ class Engine:
     def _schedule(self) -> None:
         q = self.sched.queue
         while True:
+            for late in self.sched.settle_permits():  # Permit timers due now; pods allowed or rejected
+                self._scheduled(late)
             qpi = q.pop()
             if qpi is None:
                 break
-            out = self.sched.schedule_one(qpi)
-            if out.node is None:
-                self.rec.failed_attempts += 1
-                sp = self.pods.get(out.pod.key)
-                if sp is not None and not out.nominated_node:
-                    self.traces.unschedulable(sp, out.reason)
+            self._scheduled(self.sched.schedule_one(qpi))
         nxt = q.next_backoff_expiry()
         if nxt is not None:
             self._wake(nxt - self.epoch)
+        deadline = self.sched.waiting_pods.next_deadline()
+        if deadline is not None:
+            self._wake(deadline - self.epoch)
         if q.unschedulable_since:
             oldest = next(iter(q.unschedulable_since.values()))
             self._wake(oldest - self.epoch + MAX_IN_UNSCHEDULABLE + 0.001)
+
+    def _scheduled(self, out: Outcome) -> None:
+        self.gangs.outcome(out)
+        if out.node is None and out.waiting_on is None:
+            self.rec.failed_attempts += 1
+            sp = self.pods.get(out.pod.key)
+            if sp is not None and not out.nominated_node:
+                self.traces.unschedulable(sp, out.reason)
 
     def run(self) -> RunResult:
         s = self.s
@@ -309,7 +325,7 @@ class Engine:
         cycles = self.descheduler.cycles if self.descheduler is not None else 0
         return RunResult(s.name, self.variant.name, self.rec, list(self.usage.node_names),
                          self.usage.col("alloc_cpu").copy(), self.usage.col("alloc_mem").copy(), cycles, self.t,
-                         self.notes)
+                         self.notes, self.gangs.result(self.t))
 
     def _loop(self) -> None:
         s = self.s

@@ -17,6 +17,7 @@ Per node, as the kubelet does it:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import numpy as np
@@ -48,6 +49,9 @@ class Kubelets:
         self._killing: set[str] = set()
         # Set by the wiring: where pressure conditions go (the node lifecycle controller).
         self.on_conditions = lambda name, conditions: None
+        # Set by the wiring: whether a pod that started waits for others before it works (a gang member;
+        # that driver then ends the pod's work itself).
+        self.holds_work: Callable[[SimPod, int], bool] = lambda sp, serial: False
 
     # ------------------------------------------------------------ pod lifecycle
 
@@ -90,7 +94,8 @@ class Kubelets:
             containerStatuses=[{"name": c.name, "ready": True, "restartCount": 0, "started": True,
                                 "state": {"running": {"startedAt": start}}} for c in sp.pod.containers]
             or [{"name": cname, "ready": True, "restartCount": 0}])
-        if sp.run_seconds > 0:
+        held = self.holds_work(sp, serial)
+        if sp.run_seconds > 0 and not held:
             self.sim.push(self.sim.t + sp.run_seconds, ORDER_POD, self.succeed_pod, sp, serial)
 
     def succeed_pod(self, sp: SimPod, serial: int) -> None:

@@ -51,6 +51,21 @@ TABLE_ROWS: list[tuple[str, str, str]] = [
     ("loopEpisodes", "eviction-loop episodes", "int"),
     ("loopWorkloads", "workloads in loops", "int"),
 ]
+# Shown when a run had PodGroups (kubesched/sim/gangs.py).
+GANG_ROWS: list[tuple[str, str, str]] = [
+    ("gangsStarted", "gangs started", "int"),
+    ("gangsFinished", "gangs finished", "int"),
+    ("gangWaitMean", "gang wait, mean", "duration"),
+    ("gangWaitMax", "gang wait, max", "duration"),
+    ("permitTimeouts", "Permit timeouts", "int"),
+    ("partialGangGpuHours", "GPU-hours held by gangs below quorum", "num"),
+    ("partialGangGpusAtEnd", "GPUs held by gangs below quorum at the end", "int"),
+]
+
+
+def table_rows(summaries: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    """The comparison's rows: the gang rows too when a variant had PodGroups."""
+    return TABLE_ROWS + (GANG_ROWS if any("gangs" in s for s in summaries) else [])
 
 
 def resolve_variants(s: Scenario, cli: list[str]) -> list[VariantSpec]:
@@ -148,7 +163,10 @@ def collect(result: Any, s: Scenario) -> dict[str, Any]:
     summary = rec.summary(loops)
     summary["deschedulerEvictions"] = sum(1 for e in rec.evictions if e.component == "descheduler")
     summary["deschedulerCycles"] = result.descheduler_cycles
+    gangs = getattr(result, "gangs", None) or {}
+    summary.update(gangs.get("summary", {}))
     return {
+        "gangs": gangs,
         "variant": result.variant,
         "summary": summary,
         "loops": [f.to_json() for f in loops],
@@ -209,7 +227,8 @@ def run_simulation(scenario_path: str, cli_variants: list[str], out_dir: str | N
     if out is not None:
         json_dump(out / "summary.json", doc)
         header = ["metric"] + [r["variant"] for r in results]
-        rows = [[key] + [r["summary"].get(key) for r in results] for key, _, _ in TABLE_ROWS]
+        rows = [[key] + [r["summary"].get(key) for r in results]
+                for key, _, _ in table_rows([r["summary"] for r in results])]
         write_csv(out / "comparison.csv", header, rows)
         doc["files"] = {"summary": str(out / "summary.json"), "comparison": str(out / "comparison.csv"),
                         "report": None,

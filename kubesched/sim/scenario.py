@@ -32,7 +32,7 @@ VARIANT_KIND = "Variant"
 WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "Pod")
 # Other objects a workload file may carry; they are added to the cluster at the start.
 CLUSTER_KINDS = ("Namespace", "PriorityClass", "PodDisruptionBudget", "Service", "PersistentVolumeClaim",
-                 "ConfigMap", "Secret", "ServiceAccount")
+                 "ConfigMap", "Secret", "ServiceAccount", "PodGroup", "ElasticQuota", "NodeResourceTopology")
 MODELS = ("constant", "diurnal", "randomWalk", "spikes")
 EVENT_ACTIONS = ("scale", "addNodes", "removeNodes", "cordon", "uncordon", "drain", "setUsage")
 USAGE_RESOURCES = ("cpu", "memory")

@@ -1,0 +1,1 @@
+"""CapacityScheduling: elastic quotas per namespace with borrowing and reclaiming (scheduler-plugins pkg/capacityscheduling)."""

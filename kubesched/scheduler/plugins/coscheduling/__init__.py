@@ -1,0 +1,1 @@
+"""Coscheduling: gang scheduling with PodGroup objects (scheduler-plugins pkg/coscheduling)."""
