@@ -308,7 +308,7 @@ def with_admitted_priority(pod: Pod, classes: Mapping[str, PriorityClass]) -> Po
         preemption = policy or "PreemptLowerPriority"
         spec["preemptionPolicy"] = preemption
     return dataclasses.replace(pod, priority=value, priority_class_name=name, preemption_policy=preemption,
-                               raw={**pod.raw, "spec": spec})
+                               document={**pod.raw, "spec": spec})
 
 
 def _global_default(classes: Mapping[str, PriorityClass]) -> PriorityClass | None:

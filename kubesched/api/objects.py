@@ -3,15 +3,22 @@
 Objects are *stored* objects: no API defaulting is applied (a pod with limits and no requests has no
 requests). Each object keeps its `raw` dict so that components can read fields not modelled here and
 so that output can echo the input. Parse errors are InputErrors naming the object and the field.
+
+A pod loaded from a large JSON snapshot keeps its document undecoded (`RawDocument`, a view of the file's
+bytes) until something reads `raw`: the modelled fields are all most components read, and 150,000 decoded
+pod documents would hold several times the file's size in memory.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from fractions import Fraction
 from typing import Any
+
+import msgspec
 
 from kubesched.api.fields import INT32, INT64, integer, label_map, mapping, sequence
 from kubesched.api.quantity import format_quantity, milli_value_of, parse_quantity, value_of
@@ -35,8 +42,89 @@ DEFAULT_SCHEDULER_NAME = "default-scheduler"
 # ---------------------------------------------------------------- small helpers
 
 
+_JSON = msgspec.json.Decoder()
+
+
+class RawDocument:
+    """An object's JSON document, not yet decoded: `data` is its bytes (a `msgspec.Raw` view of the file),
+    `first` the fields a typed list gives its items (apiVersion and kind of a PodList's items), put first.
+    Decoded once, when first read."""
+
+    __slots__ = ("data", "first", "decoded")
+
+    def __init__(self, data: msgspec.Raw | bytes, first: dict[str, Any] | None = None) -> None:
+        self.data = data
+        self.first = first
+        self.decoded: dict[str, Any] | None = None
+
+    def decode(self) -> dict[str, Any]:
+        doc = self.decoded
+        if doc is None:
+            doc = _JSON.decode(self.data)
+            if self.first:
+                doc = {**self.first, **doc}
+            self.decoded = doc
+        return doc
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, RawDocument | RawPart):
+            return self.decode() == other.decode()
+        if isinstance(other, dict):
+            return self.decode() == other
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # as unhashable as the dict it stands for
+
+    def __repr__(self) -> str:
+        return f"RawDocument({bytes(self.data)[:60]!r}...)"
+
+
+class RawPart:
+    """A part of an undecoded document (a container of a pod): `path` from the document's root."""
+
+    __slots__ = ("document", "path")
+
+    def __init__(self, document: RawDocument, path: tuple[str | int, ...]) -> None:
+        self.document = document
+        self.path = path
+
+    def decode(self) -> dict[str, Any]:
+        node: Any = self.document.decode()
+        for step in self.path:
+            node = node[step]
+        return node  # type: ignore[no-any-return]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, RawDocument | RawPart):
+            return self.decode() == other.decode()
+        if isinstance(other, dict):
+            return self.decode() == other
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+_intern = sys.intern
+# Values many objects of a snapshot share (timestamps, owner references, resource lists, tolerations), each
+# parsed once; cleared when large. Every entry is immutable, or (resource lists) read-only by convention.
+_CACHE_LIMIT = 1 << 16
+_TIMES: dict[str, datetime | None] = {}
+
+
 def parse_time(value: Any, field: str) -> datetime | None:
     """An RFC 3339 timestamp as an aware datetime (UTC)."""
+    if type(value) is str:
+        t = _TIMES.get(value)
+        if t is None:
+            t = _parse_time(value, field)
+            if len(_TIMES) >= _CACHE_LIMIT:
+                _TIMES.clear()
+            _TIMES[value] = t
+        return t
+    return _parse_time(value, field)
+
+
+def _parse_time(value: Any, field: str) -> datetime | None:
     if value is None or value == "":
         return None
     if isinstance(value, datetime):
@@ -67,6 +155,31 @@ def _int(raw: Any, field: str, default: int | None = None, bits: int = INT64) ->
 
 
 INT64_MAX = 2**63 - 1
+
+
+_RESOURCE_LISTS: dict[tuple[Any, ...], tuple[ResourceList, tuple[Any, ...]]] = {}
+
+
+def resource_list_and_key(raw: Any, field: str) -> tuple[ResourceList, tuple[Any, ...]]:
+    """parse_resource_list, and the written (name, value) pairs as a key (pods of one template share both:
+    the ResourceList returned is shared and must not be changed)."""
+    if type(raw) is dict:
+        key = tuple(raw.items())
+        try:
+            hit = _RESOURCE_LISTS.get(key)
+        except TypeError:  # an unhashable value: not a quantity, reported below
+            hit = None
+        if hit is not None:
+            return hit
+        out = parse_resource_list(raw, field)
+        # Only string values are remembered: a hit is then the same strings (no 1 == 1.0 == True confusion).
+        if all(type(v) is str for v in raw.values()):
+            if len(_RESOURCE_LISTS) >= _CACHE_LIMIT:
+                _RESOURCE_LISTS.clear()
+            _RESOURCE_LISTS[key] = (out, key)
+        return out, key
+    out = parse_resource_list(raw, field)
+    return out, () if raw is None else tuple(out.items())
 
 
 def parse_resource_list(raw: Any, field: str) -> ResourceList:
@@ -115,25 +228,57 @@ class OwnerReference:
     api_version: str = ""
 
 
+_OWNERS: dict[tuple[Any, ...], OwnerReference] = {}
+_OWNER_BOOLS = ("controller", "blockOwnerDeletion")
+
+
+def _owner_reference(o: dict[str, Any]) -> OwnerReference:
+    # Replicas of one controller share their owner reference object.
+    key = tuple(o.items())
+    try:
+        ref = _OWNERS.get(key)
+    except TypeError:
+        ref = None
+    if ref is None:
+        ref = OwnerReference(kind=str(o.get("kind", "")), name=str(o.get("name", "")), uid=str(o.get("uid", "")),
+                             controller=bool(o.get("controller", False)), api_version=str(o.get("apiVersion", "")))
+        # Remembered only when every value is a string (the two flags booleans): a hit then reads the same.
+        if all(type(v) is (bool if k in _OWNER_BOOLS else str) for k, v in o.items()):
+            if len(_OWNERS) >= _CACHE_LIMIT:
+                _OWNERS.clear()
+            _OWNERS[key] = ref
+    return ref
+
+
+def _labels(raw: Any, field: str) -> dict[str, str]:
+    """label_map, with the strings interned (label keys and values repeat across a workload's pods)."""
+    if not raw:
+        return label_map(raw, field)
+    if type(raw) is dict:
+        try:
+            return {_intern(k): _intern(v) for k, v in raw.items()}
+        except TypeError:  # a value that is not a string: label_map converts it
+            pass
+    return label_map(raw, field)
+
+
 def parse_meta(raw: dict[str, Any], kind: str, namespaced: bool) -> ObjectMeta:
     meta = mapping(raw.get("metadata"), "metadata")
     name = meta.get("name")
     if not isinstance(name, str) or not name:
         raise InputError("expected a non-empty name", obj=kind, field="metadata.name")
-    namespace = meta.get("namespace") or ("default" if namespaced else "")
+    namespace = _intern(str(meta.get("namespace") or ("default" if namespaced else "")))
     owners = []
     for i, o in enumerate(sequence(meta.get("ownerReferences"), "metadata.ownerReferences")):
         if not isinstance(o, dict):
             raise InputError("expected an owner reference object", field=f"metadata.ownerReferences[{i}]")
-        owners.append(OwnerReference(kind=str(o.get("kind", "")), name=str(o.get("name", "")),
-                                     uid=str(o.get("uid", "")), controller=bool(o.get("controller", False)),
-                                     api_version=str(o.get("apiVersion", ""))))
+        owners.append(_owner_reference(o))
     return ObjectMeta(
         name=name,
-        namespace=str(namespace),
+        namespace=namespace,
         uid=str(meta.get("uid") or f"{namespace}/{name}"),
-        labels=label_map(meta.get("labels"), "metadata.labels"),
-        annotations=label_map(meta.get("annotations"), "metadata.annotations"),
+        labels=_labels(meta.get("labels"), "metadata.labels"),
+        annotations=_labels(meta.get("annotations"), "metadata.annotations"),
         owner_references=owners,
         creation_timestamp=parse_time(meta.get("creationTimestamp"), "metadata.creationTimestamp"),
         deletion_timestamp=parse_time(meta.get("deletionTimestamp"), "metadata.deletionTimestamp"),
@@ -187,6 +332,30 @@ def parse_taint(raw: Any, field: str) -> Taint:
         raise InputError("expected a non-empty taint key", field=f"{field}.key")
     return Taint(key, "" if d.get("value") is None else str(d.get("value")), effect,
                  parse_time(d.get("timeAdded"), f"{field}.timeAdded"))
+
+
+_TOLERATIONS: dict[tuple[Any, ...], Toleration] = {}
+
+
+def _toleration(raw: Any, field: str) -> Toleration:
+    """parse_toleration, shared by the pods that write the same toleration (every pod carries the default
+    not-ready and unreachable ones)."""
+    if type(raw) is not dict:
+        return parse_toleration(raw, field)
+    key = tuple(raw.items())
+    try:
+        t = _TOLERATIONS.get(key)
+    except TypeError:
+        t = None
+    # tolerationSeconds true would equal a remembered 1: read it the long way (and fail there).
+    if t is not None and type(raw.get("tolerationSeconds")) is not bool:
+        return t
+    t = parse_toleration(raw, field)
+    if all(type(v) is (int if k == "tolerationSeconds" else str) for k, v in raw.items()):
+        if len(_TOLERATIONS) >= _CACHE_LIMIT:
+            _TOLERATIONS.clear()
+        _TOLERATIONS[key] = t
+    return t
 
 
 def parse_toleration(raw: Any, field: str) -> Toleration:
@@ -374,31 +543,54 @@ class Container:
     limits: ResourceList
     ports: tuple[ContainerPort, ...]
     restart_policy: str | None  # "Always" marks a sidecar among init containers
-    raw: dict[str, Any]
+    # The container as written: a dict, or where it is in its pod's undecoded document (decoded when read).
+    document: dict[str, Any] | RawPart
+    # The written (name, value) pairs of requests and of limits: a cheap key for pods of one shape.
+    resources_key: tuple[tuple[Any, ...], tuple[Any, ...]] = ((), ())
 
     @property
     def is_sidecar(self) -> bool:
         return self.restart_policy == "Always"
 
+    @property
+    def raw(self) -> dict[str, Any]:
+        doc = self.document
+        if type(doc) is RawPart:
+            doc = doc.decode()
+            object.__setattr__(self, "document", doc)
+        return doc  # type: ignore[return-value]
 
-def parse_container(raw: Any, field: str) -> Container:
+
+_NO_PORTS: tuple[ContainerPort, ...] = ()
+
+
+def parse_container(raw: Any, field: str, where: RawPart | None = None) -> Container:
+    """A container from its written dict; it keeps `where` (its place in the undecoded pod) instead when given."""
     d = mapping(raw, field)
     res = mapping(d.get("resources"), f"{field}.resources")
-    ports = []
-    for i, p in enumerate(sequence(d.get("ports"), f"{field}.ports")):
-        f = f"{field}.ports[{i}]"
-        pd = mapping(p, f)
-        ports.append(ContainerPort(_int(pd.get("containerPort"), f"{f}.containerPort", 0, bits=INT32) or 0,
-                                   _int(pd.get("hostPort"), f"{f}.hostPort", 0, bits=INT32) or 0,
-                                   str(pd.get("protocol") or "TCP"), str(pd.get("hostIP") or "")))
+    ports: tuple[ContainerPort, ...] = _NO_PORTS
+    if d.get("ports"):
+        out = []
+        for i, p in enumerate(sequence(d.get("ports"), f"{field}.ports")):
+            f = f"{field}.ports[{i}]"
+            pd = mapping(p, f)
+            out.append(ContainerPort(_int(pd.get("containerPort"), f"{f}.containerPort", 0, bits=INT32) or 0,
+                                     _int(pd.get("hostPort"), f"{f}.hostPort", 0, bits=INT32) or 0,
+                                     _intern(str(pd.get("protocol") or "TCP")), str(pd.get("hostIP") or "")))
+        ports = tuple(out)
+    else:
+        sequence(d.get("ports"), f"{field}.ports")  # the type check ([] and null are fine)
+    requests, requests_key = resource_list_and_key(res.get("requests"), f"{field}.resources.requests")
+    limits, limits_key = resource_list_and_key(res.get("limits"), f"{field}.resources.limits")
     return Container(
-        name=str(d.get("name") or ""),
-        image=str(d.get("image") or ""),
-        requests=parse_resource_list(res.get("requests"), f"{field}.resources.requests"),
-        limits=parse_resource_list(res.get("limits"), f"{field}.resources.limits"),
-        ports=tuple(ports),
+        name=_intern(str(d.get("name") or "")),
+        image=_intern(str(d.get("image") or "")),
+        requests=requests,
+        limits=limits,
+        ports=ports,
         restart_policy=d.get("restartPolicy"),
-        raw=d,
+        document=d if where is None else where,
+        resources_key=(requests_key, limits_key),
     )
 
 
@@ -426,11 +618,21 @@ class Pod:
     restart_policy: str
     phase: str
     nominated_node_name: str
-    raw: dict[str, Any]
+    # The stored document: a dict, or a RawDocument decoded (once) when `raw` is first read.
+    document: dict[str, Any] | RawDocument
     # Derived values computed once per pod object (requests, shape keys); never part of equality.
     cache: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
     kind = "Pod"
+
+    @property
+    def raw(self) -> dict[str, Any]:
+        """The pod as stored (what `kubectl get -o yaml` prints)."""
+        doc = self.document
+        if type(doc) is RawDocument:
+            doc = doc.decode()
+            object.__setattr__(self, "document", doc)
+        return doc  # type: ignore[return-value]
 
     @property
     def name(self) -> str:
@@ -486,7 +688,7 @@ class Pod:
             spec["nodeName"] = node_name
         else:
             spec.pop("nodeName", None)
-        return _evolve(self, node_name=node_name, raw={**self.raw, "spec": spec})
+        return _evolve(self, node_name=node_name, document={**self.raw, "spec": spec})
 
     def with_status(self, **fields: Any) -> Pod:
         """The pod with status fields set (a value of None removes the field)."""
@@ -501,14 +703,15 @@ class Pod:
             cache.pop(key, None)
         return _evolve(self, phase=str(status.get("phase") or ""),
                        nominated_node_name=str(status.get("nominatedNodeName") or ""),
-                       raw={**self.raw, "status": status}, cache=cache)
+                       document={**self.raw, "status": status}, cache=cache)
 
     def marked_for_deletion(self, at: datetime, grace_period_seconds: int) -> Pod:
         """The pod once a graceful deletion started: deletionTimestamp = start + grace period."""
         meta = dict(self.raw.get("metadata") or {})
         meta["deletionTimestamp"] = at.strftime("%Y-%m-%dT%H:%M:%SZ")
         meta["deletionGracePeriodSeconds"] = grace_period_seconds
-        return _evolve(self, meta=replace(self.meta, deletion_timestamp=at), raw={**self.raw, "metadata": meta})
+        return _evolve(self, meta=replace(self.meta, deletion_timestamp=at),
+                       document={**self.raw, "metadata": meta})
 
 
 # Memo keys derived from a pod's status (dropped when the status changes): the start time, and the QoS class
@@ -526,9 +729,22 @@ def _evolve(obj: Any, **changes: Any) -> Any:
     return new
 
 
-def parse_pod(raw: dict[str, Any]) -> Pod:
+def _containers(spec: dict[str, Any], key: str, document: RawDocument | None) -> list[Container]:
+    items = spec.get(key)
+    if not items:
+        sequence(items, f"spec.{key}")  # the type check ([] and null are fine)
+        return []
+    return [parse_container(c, f"spec.{key}[{i}]", None if document is None else RawPart(document, ("spec", key, i)))
+            for i, c in enumerate(sequence(items, f"spec.{key}"))]
+
+
+_NO_TOLERATIONS: tuple[Toleration, ...] = ()
+
+
+def parse_pod(raw: dict[str, Any], document: RawDocument | None = None) -> Pod:
+    """A Pod from its decoded document `raw`; the pod keeps `document` instead when given (the same
+    document, undecoded: `raw` is then dropped once the model is built)."""
     meta = parse_meta(raw, "Pod", namespaced=True)
-    obj = f"Pod {meta.namespace}/{meta.name}"
     try:
         spec = mapping(raw.get("spec"), "spec")
         status = mapping(raw.get("status"), "status")
@@ -540,41 +756,53 @@ def parse_pod(raw: dict[str, Any]) -> Pod:
                 pod_requests = parse_resource_list(rd.get("requests"), "spec.resources.requests")
             if rd.get("limits") is not None:
                 pod_limits = parse_resource_list(rd.get("limits"), "spec.resources.limits")
+        # The fields most pods leave out are read only when written (each reader's type check included).
+        g = spec.get
+        tolerations = _NO_TOLERATIONS
+        if g("tolerations") is not None:
+            tolerations = tuple([_toleration(t, f"spec.tolerations[{i}]")
+                                 for i, t in enumerate(sequence(g("tolerations"), "spec.tolerations"))])
+        spread: tuple[TopologySpreadConstraint, ...] = ()
+        if g("topologySpreadConstraints") is not None:
+            spread = tuple(parse_topology_spread_constraint(t, f"spec.topologySpreadConstraints[{i}]")
+                           for i, t in enumerate(sequence(g("topologySpreadConstraints"),
+                                                          "spec.topologySpreadConstraints")))
+        gates: tuple[str, ...] = ()
+        if g("schedulingGates") is not None:
+            gates = tuple(str(mapping(x, f"spec.schedulingGates[{i}]").get("name", ""))
+                          for i, x in enumerate(sequence(g("schedulingGates"), "spec.schedulingGates")))
+        overhead = g("overhead")
+        node_selector = g("nodeSelector")
+        volumes = g("volumes")
         return Pod(
             meta=meta,
-            node_name=str(spec.get("nodeName") or ""),
-            scheduler_name=str(spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME),
-            priority=_int(spec.get("priority"), "spec.priority", bits=INT32),
-            priority_class_name=str(spec.get("priorityClassName") or ""),
-            preemption_policy=spec.get("preemptionPolicy"),
-            containers=[parse_container(c, f"spec.containers[{i}]")
-                        for i, c in enumerate(sequence(spec.get("containers"), "spec.containers"))],
-            init_containers=[parse_container(c, f"spec.initContainers[{i}]")
-                             for i, c in enumerate(sequence(spec.get("initContainers"), "spec.initContainers"))],
-            overhead=parse_resource_list(spec.get("overhead"), "spec.overhead"),
+            node_name=_intern(str(g("nodeName") or "")),
+            scheduler_name=_intern(str(g("schedulerName") or DEFAULT_SCHEDULER_NAME)),
+            priority=_int(g("priority"), "spec.priority", bits=INT32),
+            priority_class_name=_intern(str(g("priorityClassName") or "")),
+            preemption_policy=g("preemptionPolicy"),
+            containers=_containers(spec, "containers", document),
+            init_containers=_containers(spec, "initContainers", document),
+            overhead={} if overhead is None else parse_resource_list(overhead, "spec.overhead"),
             pod_requests=pod_requests,
             pod_limits=pod_limits,
-            node_selector=label_map(spec.get("nodeSelector"), "spec.nodeSelector"),
-            affinity=parse_affinity(spec.get("affinity"), "spec.affinity"),
-            tolerations=tuple(parse_toleration(t, f"spec.tolerations[{i}]")
-                              for i, t in enumerate(sequence(spec.get("tolerations"), "spec.tolerations"))),
-            topology_spread_constraints=tuple(
-                parse_topology_spread_constraint(t, f"spec.topologySpreadConstraints[{i}]")
-                for i, t in enumerate(sequence(spec.get("topologySpreadConstraints"), "spec.topologySpreadConstraints"))),
-            scheduling_gates=tuple(str(mapping(g, f"spec.schedulingGates[{i}]").get("name", ""))
-                                   for i, g in enumerate(sequence(spec.get("schedulingGates"), "spec.schedulingGates"))),
-            volumes=[mapping(v, f"spec.volumes[{i}]")
-                     for i, v in enumerate(sequence(spec.get("volumes"), "spec.volumes"))],
-            host_network=bool(spec.get("hostNetwork", False)),
-            termination_grace_period_seconds=_int(spec.get("terminationGracePeriodSeconds"),
+            node_selector={} if node_selector is None else _labels(node_selector, "spec.nodeSelector"),
+            affinity=parse_affinity(g("affinity"), "spec.affinity"),
+            tolerations=tolerations,
+            topology_spread_constraints=spread,
+            scheduling_gates=gates,
+            volumes=[] if volumes is None else [mapping(v, f"spec.volumes[{i}]")
+                                                for i, v in enumerate(sequence(volumes, "spec.volumes"))],
+            host_network=bool(g("hostNetwork", False)),
+            termination_grace_period_seconds=_int(g("terminationGracePeriodSeconds"),
                                                   "spec.terminationGracePeriodSeconds"),
-            restart_policy=str(spec.get("restartPolicy") or "Always"),
-            phase=str(status.get("phase") or ""),
+            restart_policy=_intern(str(g("restartPolicy") or "Always")),
+            phase=_intern(str(status.get("phase") or "")),
             nominated_node_name=str(status.get("nominatedNodeName") or ""),
-            raw=raw,
+            document=raw if document is None else document,
         )
     except InputError as e:
-        raise e.located(obj=obj) from None
+        raise e.located(obj=f"Pod {meta.namespace}/{meta.name}") from None
 
 
 # ---------------------------------------------------------------- nodes

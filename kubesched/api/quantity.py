@@ -2,6 +2,10 @@
 
 A quantity is kept as a `Fraction`, so `100m`, `1.5Gi` and `1e3` are exact; the integer views
 round up as apimachinery's `Value()` and `MilliValue()` do.
+
+Loading a large snapshot parses the same few strings ("100m", "128Mi") hundreds of thousands of times, and
+building a Fraction is slow: `parse_quantity` keeps the result per written value (Fractions are immutable,
+so every pod naming "100m" shares one). The exact parse (`parse_quantity_exact`) decides every value.
 """
 
 from __future__ import annotations
@@ -27,9 +31,27 @@ _EXP = re.compile(r"^[eE]([+-]?[0-9]+)$")
 _MAX_EXPONENT = 40
 _MAX_DIGITS = 64
 _NANO = Fraction(1, 10**9)
+_PARSED: dict[str | int, Fraction] = {}
+_PARSED_LIMIT = 1 << 16
 
 
 def parse_quantity(value: Any) -> Fraction:
+    """Parse a quantity string (or a YAML number) into an exact Fraction; ValueError if malformed.
+
+    The same as `parse_quantity_exact`, remembered per written string or integer."""
+    t = type(value)
+    if t is str or t is int:
+        q = _PARSED.get(value)
+        if q is None:
+            q = parse_quantity_exact(value)
+            if len(_PARSED) >= _PARSED_LIMIT:
+                _PARSED.clear()
+            _PARSED[value] = q
+        return q
+    return parse_quantity_exact(value)
+
+
+def parse_quantity_exact(value: Any) -> Fraction:
     """Parse a quantity string (or a YAML number) into an exact Fraction; ValueError if malformed.
 
     Like apimachinery's ParseQuantity the result is rounded up (away from zero) to nano precision.

@@ -110,5 +110,5 @@ class SimulatedAPIServer(InProcessAPIServer):
                               owner_references=list(m.owner_references),
                               creation_timestamp=datetime.fromtimestamp(now, UTC), deletion_timestamp=None)
         cache = {k: proto.cache[k] for k in SPEC_CACHE_KEYS if k in proto.cache}
-        return dataclasses.replace(proto, meta=pod_meta, raw=raw, node_name="", phase="Pending",
+        return dataclasses.replace(proto, meta=pod_meta, document=raw, node_name="", phase="Pending",
                                    nominated_node_name="", cache=cache)
