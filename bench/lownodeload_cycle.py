@@ -141,8 +141,12 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--profile", action="store_true", help="print the top functions of each cycle (cProfile)")
     opts = ap.parse_args()
-    pairs = [(int(lo), int(hi)) for lo, hi in (t.split("/") for t in opts.thresholds.split(","))]
-    for n in (int(x) for x in opts.nodes.split(",")):
+    try:
+        pairs = [(int(lo), int(hi)) for lo, hi in (t.split("/") for t in opts.thresholds.split(","))]
+        sizes = [int(x) for x in opts.nodes.split(",")]
+    except ValueError:
+        ap.error("--nodes takes sizes like 1000,5000 and --thresholds low/high pairs like 45/70,30/60")
+    for n in sizes:
         run(n, opts.pods_per_node, pairs, opts.seed, opts.profile)
 
 
