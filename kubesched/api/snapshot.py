@@ -283,7 +283,7 @@ def load_snapshot(path: str | Path) -> Snapshot:
         if _looks_like_json(data):
             try:
                 return _parse_items(_fast_json_items(data), file)
-            except (_NotFast, InputError, RecursionError):
+            except (_NotFast, InputError, RecursionError, UnicodeDecodeError):
                 # The general path reads it, and reports the first error in the same order as always
                 # (the whole document's shape before any object's fields, nesting beyond its depth bound).
                 pass
