@@ -4,7 +4,9 @@ Nodes are upstream's node-default template (4 CPU, 32Gi, 110 pods); pods are pod
 Each workload creates its nodes and initial pods, schedules the initial pods (not measured), then
 creates the measured pods and times the scheduler until the queue is empty. It prints pods/s over the
 measured pods only (wall clock, and per CPU-second of this process, which a busy machine disturbs
-less) and the process's peak memory, and fails if a measured pod was not placed.
+less) beside the workload's aim (issue 18), and the process's peak memory, and fails if a measured pod
+was not placed. SchedulingDaemonSet pins each measured pod to its own node (a DaemonSet pod's required
+`matchFields metadata.name`), the PreFilterResult path.
 
     .venv/bin/python bench/scheduler_perf.py                          # every workload, full size
     .venv/bin/python bench/scheduler_perf.py --scale 0.1              # a quick run (a tenth of every size)
@@ -80,6 +82,21 @@ def with_pod_anti_affinity(name: str) -> dict[str, Any]:
             "labelSelector": {"matchLabels": {"color": "green"}}, "topologyKey": HOSTNAME}]}})
 
 
+def pinned_to(node_index: int) -> Callable[[str], dict[str, Any]]:
+    """A DaemonSet pod: required node affinity `matchFields metadata.name In [<its node>]`, as the
+    DaemonSet controller writes it (pkg/controller/daemon/util ReplaceDaemonSetPodNodeNameNodeAffinity)."""
+    def make(name: str) -> dict[str, Any]:
+        return pod_default(name, labels={"app": "daemon"}, affinity={"nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchFields": [
+                {"key": "metadata.name", "operator": "In", "values": [f"node-{node_index}"]}]}]}}})
+    return make
+
+
+def daemonset_pod(name: str) -> dict[str, Any]:
+    # The measured pods are numbered from 0: pod i is pinned to node i.
+    return pinned_to(int(name.rsplit("-", 1)[1]))(name)
+
+
 @dataclass
 class Workload:
     name: str
@@ -89,18 +106,21 @@ class Workload:
     node: Callable[[int], dict[str, Any]]
     init_pod: Callable[[str], dict[str, Any]]
     measure_pod: Callable[[str], dict[str, Any]]
+    aim: int  # pods/s this workload should reach at full size (issue 18)
 
 
 ZONES3 = ("moon-1", "moon-2", "moon-3")
 
 WORKLOADS: dict[str, Workload] = {w.name: w for w in [
-    Workload("SchedulingBasic", 5000, 1000, 10000, node_default, pod_default, pod_default),
+    Workload("SchedulingBasic", 5000, 1000, 10000, node_default, pod_default, pod_default, 10000),
     Workload("SchedulingNodeAffinity", 5000, 1000, 10000, lambda i: node_default(i, {ZONE: "zone1"}),
-             with_node_affinity, with_node_affinity),
+             with_node_affinity, with_node_affinity, 6000),
     Workload("TopologySpreading", 5000, 1000, 10000, lambda i: node_default(i, {ZONE: ZONES3[i % 3]}),
-             pod_default, with_topology_spreading),
+             pod_default, with_topology_spreading, 6000),
     Workload("SchedulingPodAntiAffinity", 5000, 1000, 1000, node_default,
-             with_pod_anti_affinity, with_pod_anti_affinity),
+             with_pod_anti_affinity, with_pod_anti_affinity, 3000),
+    # One DaemonSet pod per node, pinned by matchFields (upstream's PreFilterResult path): aim as a plain pod.
+    Workload("SchedulingDaemonSet", 5000, 1000, 5000, node_default, pod_default, daemonset_pod, 10000),
 ]}
 
 
@@ -205,12 +225,12 @@ def main(argv: list[str] | None = None) -> int:
     names = args.workload or list(WORKLOADS)
     print(f"profile: {what}")
     print(f"{'workload':<28}{'nodes':>7}{'init':>7}{'measured':>10}{'seconds':>10}{'pods/s':>10}"
-          f"{'cpu s':>8}{'pods/cpu-s':>12}")
+          f"{'cpu s':>8}{'pods/cpu-s':>12}{'aim':>8}")
     failed = False
     for name in names:
         w = WORKLOADS[name]
         w = Workload(w.name, args.nodes or w.nodes, args.init_pods if args.init_pods is not None else w.init_pods,
-                     args.measure_pods or w.measure_pods, w.node, w.init_pod, w.measure_pod)
+                     args.measure_pods or w.measure_pods, w.node, w.init_pod, w.measure_pod, w.aim)
         runs = [run_workload(w, cfg, registry, args.scale, args.profile) for _ in range(max(1, args.repeat))]
         res = min(runs, key=lambda r: r["seconds"])
         res["cpuSeconds"] = min(r["cpuSeconds"] for r in runs)
@@ -218,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
         res["unplaced"] = [k for r in runs for k in r["unplaced"]]
         print(f"{res['workload']:<28}{res['nodes']:>7}{res['initPods']:>7}{res['measuredPods']:>10}"
               f"{res['seconds']:>10.2f}{res['podsPerSecond']:>10.0f}{res['cpuSeconds']:>8.2f}"
-              f"{res['podsPerCpuSecond']:>12.0f}", flush=True)
+              f"{res['podsPerCpuSecond']:>12.0f}{w.aim:>8}", flush=True)
         if res["unplaced"]:
             failed = True
             print(f"  FAILED: {len(res['unplaced'])} measured pods not placed, e.g. {res['unplaced'][:3]}")

@@ -8,13 +8,19 @@ Conventions every command follows (new commands get them from the helpers here):
 - `@output_option` adds `-o/--output table|json|yaml`; `emit(output, data, table)` prints `data` as one
   JSON or YAML document on stdout, or calls `table(data)` for people.
 - `run_command(fn)` (`_run` here) turns `InputError` into one line on stderr and exit 2, `RuntimeFailure`
-  into one line and exit 1; nothing is written on stdout unless the command succeeded.
+  into one line and exit 1, Ctrl-C (and SIGTERM) into exit 130, anything unforeseen into one line and exit 1
+  (`KUBESCHED_DEBUG=1` shows the traceback); nothing is written on stdout unless the command succeeded. It
+  collects the warnings (`kubesched.diagnostics`) the command raises: each is printed on stderr, and `emit`
+  adds them to the JSON or YAML document under `warnings`.
+- A bad option or argument is one line and exit 2 like any other bad input.
 - `@NOW` (`--now RFC3339`, the clock) and `@SEED` (`--seed`, the tie-breaking RNG) where time or ties matter.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -24,6 +30,7 @@ import click
 import yaml
 
 from kubesched.api.duration import read_duration_seconds
+from kubesched.diagnostics import collecting, current
 from kubesched.errors import InputError, RuntimeFailure
 
 OUTPUT_FORMATS = ("table", "json", "yaml")
@@ -40,7 +47,7 @@ def output_option(f: Callable[..., Any]) -> Callable[..., Any]:
 OUTPUT = output_option
 NOW = click.option("--now", "now", default=None, metavar="RFC3339",
                    help="the clock for everything time-dependent (default: the wall clock)")
-SEED = click.option("--seed", type=int, default=0, show_default=True, help="seed of the tie-breaking RNG")
+SEED = click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="seed of the tie-breaking RNG")
 
 
 def help_epilog(examples: Sequence[str], doc: str) -> str:
@@ -93,7 +100,12 @@ def parse_now(value: str | None) -> datetime:
 
 
 def emit(output: str, data: Any, table: Callable[[Any], None]) -> None:
-    """Print `data` as -o asks: one JSON or YAML document, or the table."""
+    """Print `data` as -o asks: one JSON or YAML document (with the run's warnings), or the table."""
+    collector = current()
+    if output != "table" and isinstance(data, dict) and collector is not None and collector.messages:
+        # What kubesched skipped or ignored goes with the result (it was also printed on stderr).
+        earlier = [w for w in data.get("warnings") or [] if w not in collector.seen]
+        data = {**data, "warnings": earlier + collector.messages}
     if output == "json":
         sys.stdout.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
     elif output == "yaml":
@@ -105,25 +117,56 @@ def emit(output: str, data: Any, table: Callable[[Any], None]) -> None:
 
 
 def _run(fn: Callable[[], None]) -> None:
-    try:
-        fn()
-    except InputError as e:
-        click.echo(f"error: {e.render()}", err=True)
-        sys.exit(2)
-    except RuntimeFailure as e:
-        click.echo(f"error: {e}", err=True)
-        sys.exit(1)
+    """Run a command: bad input is one line and exit 2, a runtime failure one line and exit 1, Ctrl-C exit
+    130, anything unforeseen exit 1 with one line (KUBESCHED_DEBUG=1 shows the traceback)."""
+    with collecting():
+        try:
+            fn()
+        except InputError as e:
+            click.echo(f"error: {e.render()}", err=True)
+            sys.exit(2)
+        except RuntimeFailure as e:
+            click.echo(f"error: {e}", err=True)
+            sys.exit(1)
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            sys.exit(130)
+        except (click.exceptions.Exit, click.exceptions.ClickException):
+            raise
+        except Exception as e:
+            if os.environ.get("KUBESCHED_DEBUG"):
+                raise
+            click.echo(f"error: internal error ({type(e).__name__}: {str(e)[:200]}); this is a bug in kubesched, "
+                       "please report it with the command and its inputs (KUBESCHED_DEBUG=1 shows the traceback)",
+                       err=True)
+            sys.exit(1)
 
 
 # The public name for commands defined outside this module.
 run_command = _run
 
 
+class _BadUsage(click.ClickException):
+    """A bad option or argument, said in one line like every other bad input (exit 2)."""
+
+    exit_code = 2
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: {self.format_message()}", err=True)
+
+
 class _Group(click.Group):
-    """Lists commands in the order they were added (the order of the README's table)."""
+    """Lists commands in the order they were added (the order of the README's table); usage errors in one line."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(self.commands)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as e:
+            command = f"{ctx.info_name} {ctx.invoked_subcommand}" if ctx.invoked_subcommand else ctx.info_name
+            raise _BadUsage(f"{e.format_message()} (see: {command} --help)") from None
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]},
@@ -142,11 +185,19 @@ def _plugins_option(f: Callable[..., Any]) -> Callable[..., Any]:
                         help="load a scheduler plugin from a Python module for this run (repeatable)")(f)
 
 
+def load_cluster(path: str, now: datetime, seed: int) -> Any:
+    """A snapshot as the one-shot commands see it: its workloads' missing pods created (sim/expand.py)."""
+    from kubesched.api.snapshot import load_snapshot
+    from kubesched.sim.expand import expand_workloads
+
+    return expand_workloads(load_snapshot(path), path, now, seed)
+
+
 def _scheduler_inputs(snapshot: str, config: str | None, metrics: str | None, now: datetime, seed: int,
                       plugins: tuple[str, ...]) -> Any:
     from kubesched.scheduler.oneshot import build_scheduler
 
-    return build_scheduler(snapshot, config, metrics, now, seed, plugins)
+    return build_scheduler(load_cluster(snapshot, now, seed), config, metrics, now, seed, plugins)
 
 
 def _find_pod(sched: Any, key: str) -> Any:
@@ -178,7 +229,7 @@ def _find_pod(sched: Any, key: str) -> Any:
               help="also save every chart of the report under DIR/figures, e.g. png,svg (needs --out and the "
                    "'export' extra)")
 @click.option("--jobs", type=click.IntRange(min=1), default=None, help="parallel processes (default: one per variant)")
-@click.option("--seed", type=int, default=None, help="override the scenario's seed")
+@click.option("--seed", type=click.IntRange(min=0), default=None, help="override the scenario's seed")
 @click.option("--duration", default=None, metavar="DURATION", help="override the scenario's duration (e.g. 2h)")
 @click.option("--no-html", "no_html", is_flag=True, help="do not write report.html")
 @click.option("--progress/--no-progress", default=None, help="progress bars on stderr (default: when a terminal)")
@@ -211,9 +262,12 @@ def simulate_cmd(scenario: str, variants: tuple[str, ...], out: str | None, figu
             raise InputError("saving figures needs a folder: add --out DIR", field="--figures")
         if formats and no_html:
             raise InputError("the figures are the report's charts: drop --no-html", field="--figures")
-        result = simulate_command(scenario, variants, out, jobs, seed, duration, progress)
-        if out is not None and not no_html:
-            write_report(result, out, formats)
+        def finish(run: Any) -> None:
+            # Into the run's folder before it is moved into place: the report is part of the whole.
+            if not no_html:
+                write_report(run, run.out, formats)
+
+        result = simulate_command(scenario, variants, out, jobs, seed, duration, progress, finish)
         emit("json" if as_json else output, result.doc, simulation_table)
 
     _run(run)
@@ -295,7 +349,8 @@ def schedule_cmd(snapshot: str, config: str | None, metrics: str | None, plugins
          examples=["kubesched capacity --snapshot examples/cluster/snapshot.yaml --pod-template examples/cluster/web-pod.yaml"],
          doc="docs/scheduler.md")
 @click.option("--snapshot", required=True, type=click.Path(), help="cluster objects (kubectl get -o yaml)")
-@click.option("--pod-template", "template", required=True, type=click.Path(), help="a Pod to copy")
+@click.option("--pod-template", "template", required=True, type=click.Path(),
+              help="a Pod to copy, or a workload (Deployment, StatefulSet, ...) whose pod to copy")
 @click.option("--config", type=click.Path(), default=None, help="KubeSchedulerConfiguration (default profile if absent)")
 @click.option("--max", "max_limit", type=int, default=0, help="stop after this many copies (0: no limit)")
 @_plugins_option
@@ -310,9 +365,14 @@ def capacity_cmd(snapshot: str, template: str, config: str | None, max_limit: in
     def run() -> None:
         from kubesched.report.text import capacity_table
         from kubesched.scheduler.oneshot import capacity
+        from kubesched.sim.expand import pod_template
 
-        sched, _ = _scheduler_inputs(snapshot, config, None, parse_now(now), seed, plugins)
-        emit(output, capacity(sched, template, max_limit), capacity_table)
+        if max_limit < 0:
+            raise InputError(f"expected 0 (no limit) or a positive number of copies, got {max_limit}", field="--max")
+        when = parse_now(now)
+        sched, _ = _scheduler_inputs(snapshot, config, None, when, seed, plugins)
+        pod = pod_template(template, dict(sched.cluster.priority_classes), when)
+        emit(output, capacity(sched, pod, max_limit), capacity_table)
 
     _run(run)
 
@@ -346,9 +406,10 @@ def deschedule_cmd(snapshot: str, policy: str, metrics: str | None, min_ready_no
     def run() -> None:
         from kubesched.descheduler.command import deschedule_command, deschedule_table
 
-        emit(output, deschedule_command(snapshot=snapshot, policy=policy, metrics=metrics,
+        when = parse_now(now)
+        emit(output, deschedule_command(snapshot=load_cluster(snapshot, when, seed), policy=policy, metrics=metrics,
                                         min_ready_nodes=min_ready_nodes, scheduler_config=scheduler_config,
-                                        now=parse_now(now), seed=seed, enforce_pdbs=enforce_pdbs), deschedule_table)
+                                        now=when, seed=seed, enforce_pdbs=enforce_pdbs), deschedule_table)
 
     _run(run)
 
@@ -374,8 +435,10 @@ def node_pressure_cmd(kubelet_config: str, snapshot: str | None, timeline: str |
     def run() -> None:
         from kubesched.kubelet.command import node_pressure_command, node_pressure_table
 
-        emit(output, node_pressure_command(kubelet_config=kubelet_config, snapshot=snapshot, timeline=timeline,
-                                           now=parse_now(now)), node_pressure_table)
+        when = parse_now(now)
+        snap = load_cluster(snapshot, when, 0) if snapshot else None
+        emit(output, node_pressure_command(kubelet_config=kubelet_config, snapshot=snap, timeline=timeline,
+                                           now=when), node_pressure_table)
 
     _run(run)
 
@@ -391,7 +454,38 @@ def qos_cmd(snapshot: str, now: str | None, output: str) -> None:
     def run() -> None:
         from kubesched.kubelet.command import qos_command, qos_table
 
-        emit(output, qos_command(snapshot=snapshot), qos_table)
+        when = parse_now(now)
+        emit(output, qos_command(snapshot=load_cluster(snapshot, when, 0), now=when), qos_table)
+
+    _run(run)
+
+
+# ---------------------------------------------------------------- convert
+
+
+@command(main_group, "convert", short="an old scheduler config or policy in the current version",
+         examples=["kubesched convert examples/cluster/scheduler-config-v1beta3.yaml"], doc="docs/convert.md")
+@click.argument("file", type=click.Path())
+@click.option("-o", "--output", type=click.Choice(["yaml", "json"]), default="yaml", show_default=True,
+              help="the converted document as YAML (the notes as comments at the top) or JSON")
+@click.option("--out", "out_file", type=click.Path(), default=None, help="write to this file instead of stdout")
+def convert_cmd(file: str, output: str, out_file: str | None) -> None:
+    """Convert KubeSchedulerConfiguration v1beta1/v1beta2/v1beta3 to v1, or DeschedulerPolicy v1alpha1 to
+    v1alpha2, as the components converted them. The output is the converted document itself (-o yaml|json),
+    not a table."""
+
+    def run() -> None:
+        from kubesched.config.convert_command import convert_file
+        from kubesched.descheduler.registry import default_registry
+        from kubesched.output import atomic_write_text, check_output_file
+
+        if out_file is not None:
+            check_output_file(out_file)
+        text = convert_file(file, default_registry(), output)
+        if out_file is None:
+            sys.stdout.write(text)
+        else:
+            atomic_write_text(out_file, text)
 
     _run(run)
 
@@ -632,7 +726,16 @@ def descheduler_cmd(policy: str, interval: str, dry_run: bool, metrics: str | No
     _run(run)
 
 
+def _terminate(signum: int, frame: Any) -> None:
+    # SIGTERM unwinds like Ctrl-C, so temporary outputs are removed.
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
+    try:
+        signal.signal(signal.SIGTERM, _terminate)
+    except ValueError:  # not the main thread (an embedding application): leave its handlers alone
+        pass
     try:
         main_group.main(args=argv, prog_name="kubesched", standalone_mode=False)
     except click.exceptions.Abort:

@@ -40,6 +40,9 @@ class LazyRegistry(Generic[T]):
             raise InputError(f"cannot import {what} from {spec!r}: {e}") from None
         except AttributeError:
             cls = None
+        except Exception as e:  # the module itself failed while it was imported
+            raise InputError(f"cannot import {what} from {spec!r}: importing {module_name} raised "
+                             f"{type(e).__name__}: {str(e)[:200]}") from None
         if not isinstance(cls, type) or not issubclass(cls, self.base):
             raise InputError(f"{what}: {spec!r} is not a kubesched {self.what} class")
         return cls

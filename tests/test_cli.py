@@ -21,6 +21,8 @@ LIVE = {"capture", "scheduler", "descheduler"}
 LONG = {"tune", "sweep"}
 # A long-running process writes logs (--logging-format text|json), not one document: it has no -o.
 DAEMONS = {"scheduler"}
+# A command whose output is a document itself (the converted configuration): -o yaml|json, no table.
+DOCUMENT_WRITERS = {"convert"}
 
 
 def help_examples(cmd: click.Command) -> list[str]:
@@ -45,7 +47,8 @@ def test_every_command_follows_the_conventions(name: str) -> None:
     cmd = main_group.commands[name]
     if name not in DAEMONS:
         output = next(p for p in cmd.params if p.name == "output")
-        assert isinstance(output.type, click.Choice) and list(output.type.choices) == ["table", "json", "yaml"]
+        formats = ["yaml", "json"] if name in DOCUMENT_WRITERS else ["table", "json", "yaml"]
+        assert isinstance(output.type, click.Choice) and list(output.type.choices) == formats
         assert "-o" in output.opts
     assert cmd.short_help and len(cmd.short_help) <= SHORT_HELP_LIMIT
     epilog = cmd.epilog or ""

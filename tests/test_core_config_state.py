@@ -108,9 +108,13 @@ def test_cluster_state_columns_follow_events() -> None:
     assert t.requested[1, cpu] == 1000 and cs.node_info_by_name["n2"].pods.keys() == {"d/b"}
     cs.delete(cs.pods["d/b"])
     assert t.requested[1, cpu] == 0 and t.pod_count[1] == 0 and "d/b" not in cs.pods
-    # Node columns agree with NodeInfo after a node is removed and rows are rebuilt.
+    # Node columns agree with NodeInfo after a node is removed: its row goes, the rows after it move up.
+    cs.add(_pod("c", "n2"))
     cs.delete(_node("n1"))
-    assert cs.num_nodes == 1 and cs.node_infos[0].name == "n2" and t is not cs.table
+    t = cs.table
+    assert cs.num_nodes == 1 and cs.node_infos[0].name == "n2" and cs.node_infos[0].index == 0 and t.n == 1
+    assert t.requested[0, cpu] == 1000 and t.requested[0, gpu] == 1 and t.pod_count[0] == 1
+    assert not t.requested[1:].any() and not t.pod_count[1:].any()
 
 
 def test_node_order_round_robins_zones() -> None:

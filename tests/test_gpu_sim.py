@@ -92,8 +92,7 @@ def _read(path: Path) -> list[dict[str, str]]:
 
 def test_allocation_csv_in_the_published_layout(tmp_path: Path) -> None:
     path = _scenario(tmp_path, [1, 2], ["fgd", "gpu-packing"])
-    run = run_simulation(str(path), [], str(tmp_path / "out"), jobs=1)
-    write_report(run)
+    run = run_simulation(str(path), [], str(tmp_path / "out"), jobs=1, finish=write_report)
     doc = run.doc
     rows = _read(tmp_path / "out" / "allocation.csv")
     assert list(rows[0])[:6] == ["workload", "sc_policy", "tune", "seed", "total_gpus", "0"] and "130" in rows[0]

@@ -51,7 +51,7 @@ def cluster() -> list[dict[str, Any]]:
         {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "apps"},
          "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}},
         {"apiVersion": "v1", "kind": "ReplicationController", "metadata": {"name": "rc", "namespace": "apps"},
-         "spec": {"replicas": 0, "selector": {"app": "rc"}, "template": tmpl}},
+         "spec": {"replicas": 0, "selector": {"app": "rc"}, "template": {**tmpl, "metadata": {"labels": {"app": "rc"}}}}},
         {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "apps", "uid": "d-uid"},
          "spec": {"replicas": 2, "selector": sel, "template": tmpl}},
         {"apiVersion": "apps/v1", "kind": "ReplicaSet",
@@ -216,7 +216,7 @@ def test_unreachable_server_is_one_line_and_exit_1(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("args", "expected"), [
     (["--kubeconfig", "{tmp}/missing"], "{tmp}/missing: cannot read kubeconfig: No such file or directory"),
-    (["--kubeconfig", "{tmp}/bad.yaml"], "{tmp}/bad.yaml: invalid kubeconfig YAML"),
+    (["--kubeconfig", "{tmp}/bad.yaml"], "{tmp}/bad.yaml: invalid kubeconfig: invalid YAML"),
     (["--kubeconfig", "{tmp}/kubeconfig", "--context", "prod"], "field --context: no context 'prod' in the kubeconfig; "
                                                                    "it has: double"),
     (["--kubeconfig", "{tmp}/kubeconfig", "--since", "yesterday"], "field --since: expected a duration"),

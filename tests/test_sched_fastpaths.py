@@ -184,6 +184,7 @@ def test_scheduler_perf_bench_runs_and_places_every_pod(capsys: pytest.CaptureFi
     spec.loader.exec_module(mod)
     assert mod.main(["--scale", "0.004"]) == 0
     out = capsys.readouterr().out
-    for name in ("SchedulingBasic", "SchedulingNodeAffinity", "TopologySpreading", "SchedulingPodAntiAffinity"):
+    for name in ("SchedulingBasic", "SchedulingNodeAffinity", "TopologySpreading", "SchedulingPodAntiAffinity",
+                 "SchedulingDaemonSet"):
         assert name in out
     assert "FAILED" not in out and "peak memory:" in out

@@ -252,7 +252,7 @@ def test_tune_resumes_after_interruption(inputs: dict[str, Path], local_study: d
     monkeypatch.setattr(study, "make_engine", lambda *a, **k: _Interrupting(real(*a, **k), 4))
     code, _, err = _cli(["tune", str(inputs["scenario"]), "--space", str(inputs["space"]), "--out", str(out),
                          "--workers", "1", "--no-progress"], capsys)
-    assert code == 1 and "aborted" in err
+    assert code == 130 and "interrupted" in err  # Ctrl-C: exit 130, one line (kubesched.cli._run)
     monkeypatch.setattr(study, "make_engine", real)
     optuna = study._optuna()
     from optuna.storages import JournalStorage
@@ -352,7 +352,7 @@ def test_sweep_resumes_and_skips_runs_already_done(inputs: dict[str, Path], loca
     real = sweep.make_engine
     monkeypatch.setattr(sweep, "make_engine", lambda *a, **k: _Interrupting(real(*a, **k), 3))
     code, _, err = _cli(["sweep", str(inputs["sweep"]), "--out", str(out), "--workers", "1", "--no-progress"], capsys)
-    assert code == 1 and "aborted" in err
+    assert code == 130 and "interrupted" in err  # Ctrl-C: exit 130, one line (kubesched.cli._run)
     assert len(_rows(out)) == 3  # what was done is on disk, whole
     monkeypatch.setattr(sweep, "make_engine", real)
     code, stdout, err = _cli(["sweep", str(inputs["sweep"]), "--out", str(out), "--workers", "1", "--no-progress",

@@ -7,7 +7,8 @@ published mean over arrived demand 0 … 130 % (percentage points), the share of
 seeds' min–max band, our and the published allocation at 100 % and 130 %, and the ranking of the policies at
 100 % arrived demand. Published curves come from `analysis_allo_discrete.csv` in the data directory; a trace
 without published rows is run and ranked only. Each trace's results (allocation.csv, fragmentation.csv,
-report.html) go to `<out>/<trace>/`, the comparison to `<out>/compare.json`.
+report.html) go to `<out>/<trace>/` (the scenario run, `<out>/<trace>.scenario.yaml`), the comparison to
+`<out>/compare.json`.
 
     .venv/bin/python examples/openb/compare.py [--data DIR] [--trace FILE ...] [--only-trace] [--seeds 42,43]
                                                [--policies fgd,random] [--jobs N] [--out out/openb-compare] [--reuse]
@@ -63,9 +64,9 @@ def scenario_for(trace: Path, out: Path, seeds: list[int] | None, policies: list
         v["file"] = str(HERE / v["file"])
     if policies:
         spec["variants"] = [v for v in spec["variants"] if v["name"] in policies]
-    folder = out / trace.stem
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "scenario.yaml"
+    # Beside the trace's results folder, which the simulation writes whole (a run replaces it).
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{trace.stem}.scenario.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     return path, dict(ref["policies"])
 
@@ -119,9 +120,9 @@ def compare_trace(trace: Path, published: dict[str, dict[str, np.ndarray]], pub_
         n_variants = len(yaml.safe_load(path.read_text())["spec"]["variants"])
         n_seeds = len(yaml.safe_load(path.read_text())["spec"]["seeds"])
         progress = Progress(label, n_variants * n_seeds)
-        run = run_simulation(str(path), [], str(out / trace.stem), jobs, {}, progress)
+        # The report is written into the results folder before it replaces `<out>/<trace>/` whole.
+        run = run_simulation(str(path), [], str(out / trace.stem), jobs, {}, progress, finish=write_report)
         progress.close()
-        write_report(run)
         for r in run.doc["gpuAllocation"]:
             ours.setdefault(r["variant"], []).append([math.nan if v is None else v for v in r["curve"]])
     pub = published.get(trace.stem, {})

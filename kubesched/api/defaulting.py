@@ -30,6 +30,7 @@ from kubesched.api.objects import Pod, PriorityClass
 from kubesched.api.selectors import parse_label_selector
 from kubesched.errors import InputError
 
+INT32_MAX = 2**31 - 1
 DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS = 30
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 DEFAULT_TOLERATION_SECONDS = 300
@@ -225,7 +226,7 @@ def default_workload(raw: dict[str, Any], where: str) -> dict[str, Any]:
     tlabels = {str(k): str(v) for k, v in (tlabels_raw if isinstance(tlabels_raw, dict) else {}).items()}
     containers = template["spec"].get("containers")
     if not isinstance(containers, list) or not containers:
-        raise InputError("expected at least one container", field=f"{where}.spec.template.spec.containers")
+        raise InputError("Required value", field=f"{where}.spec.template.spec.containers")
     default_pod_spec(template["spec"], pod_level=False)
     if kind == "Job":
         rp = template["spec"].get("restartPolicy")
@@ -239,23 +240,23 @@ def default_workload(raw: dict[str, Any], where: str) -> dict[str, Any]:
         spec.setdefault("suspend", False)
         for k in ("parallelism", "backoffLimit"):
             v = spec.get(k)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise InputError(f"expected a non-negative integer, got {v!r}", field=f"{where}.spec.{k}")
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= INT32_MAX:
+                raise InputError(f"expected a non-negative int32, got {v!r}", field=f"{where}.spec.{k}")
         if spec.get("completions") is not None and (isinstance(spec["completions"], bool)
                                                      or not isinstance(spec["completions"], int)
-                                                     or spec["completions"] < 0):
+                                                     or not 0 <= spec["completions"] <= INT32_MAX):
             raise InputError(f"expected a non-negative integer, got {spec['completions']!r}",
                              field=f"{where}.spec.completions")
         return obj
     sel = spec.get("selector")
     if sel is None:
-        raise InputError("required field is missing", field=f"{where}.spec.selector")
+        raise InputError("Required value", field=f"{where}.spec.selector")
     if not _selector_matches(sel, tlabels, f"{where}.spec.selector"):
         raise InputError("`selector` does not match template `labels`", field=f"{where}.spec.template.metadata.labels")
     if kind in ("Deployment", "ReplicaSet", "StatefulSet"):
         replicas = spec.get("replicas", 1)
-        if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 0:
-            raise InputError(f"expected a non-negative integer, got {replicas!r}", field=f"{where}.spec.replicas")
+        if isinstance(replicas, bool) or not isinstance(replicas, int) or not 0 <= replicas <= INT32_MAX:
+            raise InputError(f"expected a non-negative int32, got {replicas!r}", field=f"{where}.spec.replicas")
         spec["replicas"] = replicas
     if kind == "Deployment":
         strategy = _dict(spec, "strategy")
@@ -307,7 +308,7 @@ def with_admitted_priority(pod: Pod, classes: Mapping[str, PriorityClass]) -> Po
         preemption = policy or "PreemptLowerPriority"
         spec["preemptionPolicy"] = preemption
     return dataclasses.replace(pod, priority=value, priority_class_name=name, preemption_policy=preemption,
-                               raw={**pod.raw, "spec": spec})
+                               document={**pod.raw, "spec": spec})
 
 
 def _global_default(classes: Mapping[str, PriorityClass]) -> PriorityClass | None:

@@ -168,13 +168,15 @@ def integers(raw: Any, field: str, *, what: str = "a list of integers", prefix: 
 
 def label_map(raw: Any, field: str) -> dict[str, str]:
     """A map of strings as the API server stores labels and annotations (null reads as "", booleans and
-    numbers as their text)."""
+    numbers as their text; an object or a list is refused, as the API server's decoder refuses it)."""
     out: dict[str, str] = {}
     for k, v in mapping(raw, field, what="a map").items():
         if v is None:
             out[str(k)] = ""
         elif isinstance(v, bool):
             out[str(k)] = "true" if v else "false"
+        elif isinstance(v, (dict, list)):
+            raise _error(f"expected a string, got {type_name(v)}", join(field, str(k)))
         else:
             out[str(k)] = str(v)
     return out

@@ -110,7 +110,7 @@ def raw_allocatable(node: Node) -> dict[str, Any] | None:
         return None
     try:
         return parse_resource_list(json.loads(s), ANNOTATION_RAW_ALLOCATABLE)
-    except (ValueError, InputError):
+    except (ValueError, InputError, RecursionError):  # unreadable: ignored, as koordinator ignores it
         return None
 
 
@@ -142,7 +142,7 @@ def custom_usage_thresholds(node: Node) -> CustomUsageThresholds | None:
         agg = doc.get("aggregatedUsage")
         return CustomUsageThresholds(_int_map(doc.get("usageThresholds")), _int_map(doc.get("prodUsageThresholds")),
                                      agg if isinstance(agg, dict) else None)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, RecursionError):
         return None
 
 
@@ -165,7 +165,7 @@ def custom_scaling_factors(pod: Pod) -> dict[str, int] | None:
         return None
     try:
         return _int_map(json.loads(s))
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, RecursionError):
         return None
 
 

@@ -3,18 +3,25 @@
 Objects are *stored* objects: no API defaulting is applied (a pod with limits and no requests has no
 requests). Each object keeps its `raw` dict so that components can read fields not modelled here and
 so that output can echo the input. Parse errors are InputErrors naming the object and the field.
+
+A pod loaded from a large JSON snapshot keeps its document undecoded (`RawDocument`, a view of the file's
+bytes) until something reads `raw`: the modelled fields are all most components read, and 150,000 decoded
+pod documents would hold several times the file's size in memory.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from fractions import Fraction
 from typing import Any
 
-from kubesched.api.fields import integer, label_map, mapping, sequence
-from kubesched.api.quantity import parse_quantity
+import msgspec
+
+from kubesched.api.fields import INT32, INT64, integer, label_map, mapping, sequence
+from kubesched.api.quantity import format_quantity, milli_value_of, parse_quantity, value_of
 from kubesched.api.selectors import (
     NOTHING,
     LabelSelector,
@@ -35,8 +42,89 @@ DEFAULT_SCHEDULER_NAME = "default-scheduler"
 # ---------------------------------------------------------------- small helpers
 
 
+_JSON = msgspec.json.Decoder()
+
+
+class RawDocument:
+    """An object's JSON document, not yet decoded: `data` is its bytes (a `msgspec.Raw` view of the file),
+    `first` the fields a typed list gives its items (apiVersion and kind of a PodList's items), put first.
+    Decoded once, when first read."""
+
+    __slots__ = ("data", "first", "decoded")
+
+    def __init__(self, data: msgspec.Raw | bytes, first: dict[str, Any] | None = None) -> None:
+        self.data = data
+        self.first = first
+        self.decoded: dict[str, Any] | None = None
+
+    def decode(self) -> dict[str, Any]:
+        doc = self.decoded
+        if doc is None:
+            doc = _JSON.decode(self.data)
+            if self.first:
+                doc = {**self.first, **doc}
+            self.decoded = doc
+        return doc
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, RawDocument | RawPart):
+            return self.decode() == other.decode()
+        if isinstance(other, dict):
+            return self.decode() == other
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # as unhashable as the dict it stands for
+
+    def __repr__(self) -> str:
+        return f"RawDocument({bytes(self.data)[:60]!r}...)"
+
+
+class RawPart:
+    """A part of an undecoded document (a container of a pod): `path` from the document's root."""
+
+    __slots__ = ("document", "path")
+
+    def __init__(self, document: RawDocument, path: tuple[str | int, ...]) -> None:
+        self.document = document
+        self.path = path
+
+    def decode(self) -> dict[str, Any]:
+        node: Any = self.document.decode()
+        for step in self.path:
+            node = node[step]
+        return node  # type: ignore[no-any-return]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, RawDocument | RawPart):
+            return self.decode() == other.decode()
+        if isinstance(other, dict):
+            return self.decode() == other
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+_intern = sys.intern
+# Values many objects of a snapshot share (timestamps, owner references, resource lists, tolerations), each
+# parsed once; cleared when large. Every entry is immutable, or (resource lists) read-only by convention.
+_CACHE_LIMIT = 1 << 16
+_TIMES: dict[str, datetime | None] = {}
+
+
 def parse_time(value: Any, field: str) -> datetime | None:
     """An RFC 3339 timestamp as an aware datetime (UTC)."""
+    if type(value) is str:
+        t = _TIMES.get(value)
+        if t is None:
+            t = _parse_time(value, field)
+            if len(_TIMES) >= _CACHE_LIMIT:
+                _TIMES.clear()
+            _TIMES[value] = t
+        return t
+    return _parse_time(value, field)
+
+
+def _parse_time(value: Any, field: str) -> datetime | None:
     if value is None or value == "":
         return None
     if isinstance(value, datetime):
@@ -55,18 +143,63 @@ def parse_time(value: Any, field: str) -> datetime | None:
     return t
 
 
-def _int(raw: Any, field: str, default: int | None = None) -> int | None:
-    """An integer field of an object (numeric strings too, as kubectl-made documents may carry them)."""
-    return default if raw is None else integer(raw, field, strings=True)
+def _int(raw: Any, field: str, default: int | None = None, bits: int = INT64) -> int | None:
+    """An integer field of a Go type of `bits` bits (int32 or int64): out-of-range values are errors, as the
+    API server's decoder makes them (numeric strings and whole floats too, as kubectl-made documents may
+    carry them)."""
+    if raw is None:
+        return default
+    if type(raw) is int and -(1 << (bits - 1)) <= raw < (1 << (bits - 1)):
+        return raw  # the common case, kept cheap
+    return integer(raw, field, bits=bits, whole_floats=True, strings=True)
+
+
+INT64_MAX = 2**63 - 1
+
+
+_RESOURCE_LISTS: dict[tuple[Any, ...], tuple[ResourceList, tuple[Any, ...]]] = {}
+
+
+def resource_list_and_key(raw: Any, field: str) -> tuple[ResourceList, tuple[Any, ...]]:
+    """parse_resource_list, and the written (name, value) pairs as a key (pods of one template share both:
+    the ResourceList returned is shared and must not be changed)."""
+    if type(raw) is dict:
+        key = tuple(raw.items())
+        try:
+            hit = _RESOURCE_LISTS.get(key)
+        except TypeError:  # an unhashable value: not a quantity, reported below
+            hit = None
+        if hit is not None:
+            return hit
+        out = parse_resource_list(raw, field)
+        # Only string values are remembered: a hit is then the same strings (no 1 == 1.0 == True confusion).
+        if all(type(v) is str for v in raw.values()):
+            if len(_RESOURCE_LISTS) >= _CACHE_LIMIT:
+                _RESOURCE_LISTS.clear()
+            _RESOURCE_LISTS[key] = (out, key)
+        return out, key
+    out = parse_resource_list(raw, field)
+    return out, () if raw is None else tuple(out.items())
 
 
 def parse_resource_list(raw: Any, field: str) -> ResourceList:
+    """A ResourceList: every quantity non-negative (ValidateResourceQuantityValue) and within the int64 units the
+    scheduler counts in (millicores for cpu, Value() for the rest)."""
     out: ResourceList = {}
     for name, value in mapping(raw, field).items():
         try:
-            out[str(name)] = parse_quantity(value)
+            q = parse_quantity(value)
         except ValueError as e:
             raise InputError(str(e), field=f"{field}.{name}") from None
+        if q < 0:
+            raise InputError(f'Invalid value: "{format_quantity(q)}": must be greater than or equal to 0',
+                             field=f"{field}.{name}")
+        units = milli_value_of(q) if name == "cpu" else value_of(q)
+        if units > INT64_MAX:
+            unit = "millicores" if name == "cpu" else "units"
+            raise InputError(f'Invalid value: "{value}": too large; the scheduler counts {name} in 64-bit {unit} '
+                             f"(at most {INT64_MAX})", field=f"{field}.{name}")
+        out[str(name)] = q
     return out
 
 
@@ -95,25 +228,57 @@ class OwnerReference:
     api_version: str = ""
 
 
+_OWNERS: dict[tuple[Any, ...], OwnerReference] = {}
+_OWNER_BOOLS = ("controller", "blockOwnerDeletion")
+
+
+def _owner_reference(o: dict[str, Any]) -> OwnerReference:
+    # Replicas of one controller share their owner reference object.
+    key = tuple(o.items())
+    try:
+        ref = _OWNERS.get(key)
+    except TypeError:
+        ref = None
+    if ref is None:
+        ref = OwnerReference(kind=str(o.get("kind", "")), name=str(o.get("name", "")), uid=str(o.get("uid", "")),
+                             controller=bool(o.get("controller", False)), api_version=str(o.get("apiVersion", "")))
+        # Remembered only when every value is a string (the two flags booleans): a hit then reads the same.
+        if all(type(v) is (bool if k in _OWNER_BOOLS else str) for k, v in o.items()):
+            if len(_OWNERS) >= _CACHE_LIMIT:
+                _OWNERS.clear()
+            _OWNERS[key] = ref
+    return ref
+
+
+def _labels(raw: Any, field: str) -> dict[str, str]:
+    """label_map, with the strings interned (label keys and values repeat across a workload's pods)."""
+    if not raw:
+        return label_map(raw, field)
+    if type(raw) is dict:
+        try:
+            return {_intern(k): _intern(v) for k, v in raw.items()}
+        except TypeError:  # a value that is not a string: label_map converts it
+            pass
+    return label_map(raw, field)
+
+
 def parse_meta(raw: dict[str, Any], kind: str, namespaced: bool) -> ObjectMeta:
     meta = mapping(raw.get("metadata"), "metadata")
     name = meta.get("name")
     if not isinstance(name, str) or not name:
         raise InputError("expected a non-empty name", obj=kind, field="metadata.name")
-    namespace = meta.get("namespace") or ("default" if namespaced else "")
+    namespace = _intern(str(meta.get("namespace") or ("default" if namespaced else "")))
     owners = []
     for i, o in enumerate(sequence(meta.get("ownerReferences"), "metadata.ownerReferences")):
         if not isinstance(o, dict):
             raise InputError("expected an owner reference object", field=f"metadata.ownerReferences[{i}]")
-        owners.append(OwnerReference(kind=str(o.get("kind", "")), name=str(o.get("name", "")),
-                                     uid=str(o.get("uid", "")), controller=bool(o.get("controller", False)),
-                                     api_version=str(o.get("apiVersion", ""))))
+        owners.append(_owner_reference(o))
     return ObjectMeta(
         name=name,
-        namespace=str(namespace),
+        namespace=namespace,
         uid=str(meta.get("uid") or f"{namespace}/{name}"),
-        labels=label_map(meta.get("labels"), "metadata.labels"),
-        annotations=label_map(meta.get("annotations"), "metadata.annotations"),
+        labels=_labels(meta.get("labels"), "metadata.labels"),
+        annotations=_labels(meta.get("annotations"), "metadata.annotations"),
         owner_references=owners,
         creation_timestamp=parse_time(meta.get("creationTimestamp"), "metadata.creationTimestamp"),
         deletion_timestamp=parse_time(meta.get("deletionTimestamp"), "metadata.deletionTimestamp"),
@@ -167,6 +332,30 @@ def parse_taint(raw: Any, field: str) -> Taint:
         raise InputError("expected a non-empty taint key", field=f"{field}.key")
     return Taint(key, "" if d.get("value") is None else str(d.get("value")), effect,
                  parse_time(d.get("timeAdded"), f"{field}.timeAdded"))
+
+
+_TOLERATIONS: dict[tuple[Any, ...], Toleration] = {}
+
+
+def _toleration(raw: Any, field: str) -> Toleration:
+    """parse_toleration, shared by the pods that write the same toleration (every pod carries the default
+    not-ready and unreachable ones)."""
+    if type(raw) is not dict:
+        return parse_toleration(raw, field)
+    key = tuple(raw.items())
+    try:
+        t = _TOLERATIONS.get(key)
+    except TypeError:
+        t = None
+    # tolerationSeconds true would equal a remembered 1: read it the long way (and fail there).
+    if t is not None and type(raw.get("tolerationSeconds")) is not bool:
+        return t
+    t = parse_toleration(raw, field)
+    if all(type(v) is (int if k == "tolerationSeconds" else str) for k, v in raw.items()):
+        if len(_TOLERATIONS) >= _CACHE_LIMIT:
+            _TOLERATIONS.clear()
+        _TOLERATIONS[key] = t
+    return t
 
 
 def parse_toleration(raw: Any, field: str) -> Toleration:
@@ -260,7 +449,7 @@ def _parse_weighted_terms(raw: Any, field: str) -> tuple[WeightedPodAffinityTerm
     for i, w in enumerate(sequence(raw, field)):
         f = f"{field}[{i}]"
         wd = mapping(w, f)
-        out.append(WeightedPodAffinityTerm(_int(wd.get("weight"), f"{f}.weight", 0) or 0,
+        out.append(WeightedPodAffinityTerm(_int(wd.get("weight"), f"{f}.weight", 0, bits=INT32) or 0,
                                            _parse_pod_affinity_term(wd.get("podAffinityTerm"), f"{f}.podAffinityTerm")))
     return tuple(out)
 
@@ -278,7 +467,7 @@ def parse_affinity(raw: Any, field: str) -> Affinity:
                                 f"{field}.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution")):
         f = f"{field}.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[{i}]"
         pd = mapping(p, f)
-        pref.append(PreferredSchedulingTerm(_int(pd.get("weight"), f"{f}.weight", 0) or 0,
+        pref.append(PreferredSchedulingTerm(_int(pd.get("weight"), f"{f}.weight", 0, bits=INT32) or 0,
                                             parse_node_selector_term(pd.get("preference"), f"{f}.preference")))
     rk = "requiredDuringSchedulingIgnoredDuringExecution"
     pk = "preferredDuringSchedulingIgnoredDuringExecution"
@@ -314,7 +503,7 @@ def parse_topology_spread_constraint(raw: Any, field: str) -> TopologySpreadCons
     wu = d.get("whenUnsatisfiable")
     if wu not in ("DoNotSchedule", "ScheduleAnyway"):
         raise InputError(f"expected DoNotSchedule or ScheduleAnyway, got {wu!r}", field=f"{field}.whenUnsatisfiable")
-    max_skew = _int(d.get("maxSkew"), f"{field}.maxSkew")
+    max_skew = _int(d.get("maxSkew"), f"{field}.maxSkew", bits=INT32)
     if max_skew is None or max_skew <= 0:
         raise InputError("expected a positive integer", field=f"{field}.maxSkew")
     key = d.get("topologyKey")
@@ -328,7 +517,7 @@ def parse_topology_spread_constraint(raw: Any, field: str) -> TopologySpreadCons
         topology_key=key,
         when_unsatisfiable=wu,
         label_selector=parse_label_selector(d.get("labelSelector"), f"{field}.labelSelector"),
-        min_domains=_int(d.get("minDomains"), f"{field}.minDomains"),
+        min_domains=_int(d.get("minDomains"), f"{field}.minDomains", bits=INT32),
         node_affinity_policy=d.get("nodeAffinityPolicy"),
         node_taints_policy=d.get("nodeTaintsPolicy"),
         match_label_keys=tuple(str(k) for k in sequence(d.get("matchLabelKeys"), f"{field}.matchLabelKeys")),
@@ -354,31 +543,54 @@ class Container:
     limits: ResourceList
     ports: tuple[ContainerPort, ...]
     restart_policy: str | None  # "Always" marks a sidecar among init containers
-    raw: dict[str, Any]
+    # The container as written: a dict, or where it is in its pod's undecoded document (decoded when read).
+    document: dict[str, Any] | RawPart
+    # The written (name, value) pairs of requests and of limits: a cheap key for pods of one shape.
+    resources_key: tuple[tuple[Any, ...], tuple[Any, ...]] = ((), ())
 
     @property
     def is_sidecar(self) -> bool:
         return self.restart_policy == "Always"
 
+    @property
+    def raw(self) -> dict[str, Any]:
+        doc = self.document
+        if type(doc) is RawPart:
+            doc = doc.decode()
+            object.__setattr__(self, "document", doc)
+        return doc  # type: ignore[return-value]
 
-def parse_container(raw: Any, field: str) -> Container:
+
+_NO_PORTS: tuple[ContainerPort, ...] = ()
+
+
+def parse_container(raw: Any, field: str, where: RawPart | None = None) -> Container:
+    """A container from its written dict; it keeps `where` (its place in the undecoded pod) instead when given."""
     d = mapping(raw, field)
     res = mapping(d.get("resources"), f"{field}.resources")
-    ports = []
-    for i, p in enumerate(sequence(d.get("ports"), f"{field}.ports")):
-        f = f"{field}.ports[{i}]"
-        pd = mapping(p, f)
-        ports.append(ContainerPort(_int(pd.get("containerPort"), f"{f}.containerPort", 0) or 0,
-                                   _int(pd.get("hostPort"), f"{f}.hostPort", 0) or 0,
-                                   str(pd.get("protocol") or "TCP"), str(pd.get("hostIP") or "")))
+    ports: tuple[ContainerPort, ...] = _NO_PORTS
+    if d.get("ports"):
+        out = []
+        for i, p in enumerate(sequence(d.get("ports"), f"{field}.ports")):
+            f = f"{field}.ports[{i}]"
+            pd = mapping(p, f)
+            out.append(ContainerPort(_int(pd.get("containerPort"), f"{f}.containerPort", 0, bits=INT32) or 0,
+                                     _int(pd.get("hostPort"), f"{f}.hostPort", 0, bits=INT32) or 0,
+                                     _intern(str(pd.get("protocol") or "TCP")), str(pd.get("hostIP") or "")))
+        ports = tuple(out)
+    else:
+        sequence(d.get("ports"), f"{field}.ports")  # the type check ([] and null are fine)
+    requests, requests_key = resource_list_and_key(res.get("requests"), f"{field}.resources.requests")
+    limits, limits_key = resource_list_and_key(res.get("limits"), f"{field}.resources.limits")
     return Container(
-        name=str(d.get("name") or ""),
-        image=str(d.get("image") or ""),
-        requests=parse_resource_list(res.get("requests"), f"{field}.resources.requests"),
-        limits=parse_resource_list(res.get("limits"), f"{field}.resources.limits"),
-        ports=tuple(ports),
+        name=_intern(str(d.get("name") or "")),
+        image=_intern(str(d.get("image") or "")),
+        requests=requests,
+        limits=limits,
+        ports=ports,
         restart_policy=d.get("restartPolicy"),
-        raw=d,
+        document=d if where is None else where,
+        resources_key=(requests_key, limits_key),
     )
 
 
@@ -406,11 +618,21 @@ class Pod:
     restart_policy: str
     phase: str
     nominated_node_name: str
-    raw: dict[str, Any]
+    # The stored document: a dict, or a RawDocument decoded (once) when `raw` is first read.
+    document: dict[str, Any] | RawDocument
     # Derived values computed once per pod object (requests, shape keys); never part of equality.
     cache: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
     kind = "Pod"
+
+    @property
+    def raw(self) -> dict[str, Any]:
+        """The pod as stored (what `kubectl get -o yaml` prints)."""
+        doc = self.document
+        if type(doc) is RawDocument:
+            doc = doc.decode()
+            object.__setattr__(self, "document", doc)
+        return doc  # type: ignore[return-value]
 
     @property
     def name(self) -> str:
@@ -466,7 +688,7 @@ class Pod:
             spec["nodeName"] = node_name
         else:
             spec.pop("nodeName", None)
-        return _evolve(self, node_name=node_name, raw={**self.raw, "spec": spec})
+        return _evolve(self, node_name=node_name, document={**self.raw, "spec": spec})
 
     def with_status(self, **fields: Any) -> Pod:
         """The pod with status fields set (a value of None removes the field)."""
@@ -481,7 +703,7 @@ class Pod:
             cache.pop(key, None)
         return _evolve(self, phase=str(status.get("phase") or ""),
                        nominated_node_name=str(status.get("nominatedNodeName") or ""),
-                       raw={**self.raw, "status": status}, cache=cache)
+                       document={**self.raw, "status": status}, cache=cache)
 
     def with_annotations(self, changes: Mapping[str, str | None]) -> Pod:
         """The pod with metadata.annotations changed (a value of None removes the key); memo keys derived
@@ -498,14 +720,16 @@ class Pod:
         else:
             meta.pop("annotations", None)
         cache = {k: v for k, v in self.cache.items() if not (isinstance(k, str) and k.startswith("ann:"))}
-        return replace(self, meta=replace(self.meta, annotations=ann), raw={**self.raw, "metadata": meta}, cache=cache)
+        return _evolve(self, meta=replace(self.meta, annotations=ann), document={**self.raw, "metadata": meta},
+                       cache=cache)
 
     def marked_for_deletion(self, at: datetime, grace_period_seconds: int) -> Pod:
         """The pod once a graceful deletion started: deletionTimestamp = start + grace period."""
         meta = dict(self.raw.get("metadata") or {})
         meta["deletionTimestamp"] = at.strftime("%Y-%m-%dT%H:%M:%SZ")
         meta["deletionGracePeriodSeconds"] = grace_period_seconds
-        return _evolve(self, meta=replace(self.meta, deletion_timestamp=at), raw={**self.raw, "metadata": meta})
+        return _evolve(self, meta=replace(self.meta, deletion_timestamp=at),
+                       document={**self.raw, "metadata": meta})
 
 
 # Memo keys derived from a pod's status (dropped when the status changes): the start time, and the QoS class
@@ -523,9 +747,22 @@ def _evolve(obj: Any, **changes: Any) -> Any:
     return new
 
 
-def parse_pod(raw: dict[str, Any]) -> Pod:
+def _containers(spec: dict[str, Any], key: str, document: RawDocument | None) -> list[Container]:
+    items = spec.get(key)
+    if not items:
+        sequence(items, f"spec.{key}")  # the type check ([] and null are fine)
+        return []
+    return [parse_container(c, f"spec.{key}[{i}]", None if document is None else RawPart(document, ("spec", key, i)))
+            for i, c in enumerate(sequence(items, f"spec.{key}"))]
+
+
+_NO_TOLERATIONS: tuple[Toleration, ...] = ()
+
+
+def parse_pod(raw: dict[str, Any], document: RawDocument | None = None) -> Pod:
+    """A Pod from its decoded document `raw`; the pod keeps `document` instead when given (the same
+    document, undecoded: `raw` is then dropped once the model is built)."""
     meta = parse_meta(raw, "Pod", namespaced=True)
-    obj = f"Pod {meta.namespace}/{meta.name}"
     try:
         spec = mapping(raw.get("spec"), "spec")
         status = mapping(raw.get("status"), "status")
@@ -537,41 +774,53 @@ def parse_pod(raw: dict[str, Any]) -> Pod:
                 pod_requests = parse_resource_list(rd.get("requests"), "spec.resources.requests")
             if rd.get("limits") is not None:
                 pod_limits = parse_resource_list(rd.get("limits"), "spec.resources.limits")
+        # The fields most pods leave out are read only when written (each reader's type check included).
+        g = spec.get
+        tolerations = _NO_TOLERATIONS
+        if g("tolerations") is not None:
+            tolerations = tuple([_toleration(t, f"spec.tolerations[{i}]")
+                                 for i, t in enumerate(sequence(g("tolerations"), "spec.tolerations"))])
+        spread: tuple[TopologySpreadConstraint, ...] = ()
+        if g("topologySpreadConstraints") is not None:
+            spread = tuple(parse_topology_spread_constraint(t, f"spec.topologySpreadConstraints[{i}]")
+                           for i, t in enumerate(sequence(g("topologySpreadConstraints"),
+                                                          "spec.topologySpreadConstraints")))
+        gates: tuple[str, ...] = ()
+        if g("schedulingGates") is not None:
+            gates = tuple(str(mapping(x, f"spec.schedulingGates[{i}]").get("name", ""))
+                          for i, x in enumerate(sequence(g("schedulingGates"), "spec.schedulingGates")))
+        overhead = g("overhead")
+        node_selector = g("nodeSelector")
+        volumes = g("volumes")
         return Pod(
             meta=meta,
-            node_name=str(spec.get("nodeName") or ""),
-            scheduler_name=str(spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME),
-            priority=_int(spec.get("priority"), "spec.priority"),
-            priority_class_name=str(spec.get("priorityClassName") or ""),
-            preemption_policy=spec.get("preemptionPolicy"),
-            containers=[parse_container(c, f"spec.containers[{i}]")
-                        for i, c in enumerate(sequence(spec.get("containers"), "spec.containers"))],
-            init_containers=[parse_container(c, f"spec.initContainers[{i}]")
-                             for i, c in enumerate(sequence(spec.get("initContainers"), "spec.initContainers"))],
-            overhead=parse_resource_list(spec.get("overhead"), "spec.overhead"),
+            node_name=_intern(str(g("nodeName") or "")),
+            scheduler_name=_intern(str(g("schedulerName") or DEFAULT_SCHEDULER_NAME)),
+            priority=_int(g("priority"), "spec.priority", bits=INT32),
+            priority_class_name=_intern(str(g("priorityClassName") or "")),
+            preemption_policy=g("preemptionPolicy"),
+            containers=_containers(spec, "containers", document),
+            init_containers=_containers(spec, "initContainers", document),
+            overhead={} if overhead is None else parse_resource_list(overhead, "spec.overhead"),
             pod_requests=pod_requests,
             pod_limits=pod_limits,
-            node_selector=label_map(spec.get("nodeSelector"), "spec.nodeSelector"),
-            affinity=parse_affinity(spec.get("affinity"), "spec.affinity"),
-            tolerations=tuple(parse_toleration(t, f"spec.tolerations[{i}]")
-                              for i, t in enumerate(sequence(spec.get("tolerations"), "spec.tolerations"))),
-            topology_spread_constraints=tuple(
-                parse_topology_spread_constraint(t, f"spec.topologySpreadConstraints[{i}]")
-                for i, t in enumerate(sequence(spec.get("topologySpreadConstraints"), "spec.topologySpreadConstraints"))),
-            scheduling_gates=tuple(str(mapping(g, f"spec.schedulingGates[{i}]").get("name", ""))
-                                   for i, g in enumerate(sequence(spec.get("schedulingGates"), "spec.schedulingGates"))),
-            volumes=[mapping(v, f"spec.volumes[{i}]")
-                     for i, v in enumerate(sequence(spec.get("volumes"), "spec.volumes"))],
-            host_network=bool(spec.get("hostNetwork", False)),
-            termination_grace_period_seconds=_int(spec.get("terminationGracePeriodSeconds"),
+            node_selector={} if node_selector is None else _labels(node_selector, "spec.nodeSelector"),
+            affinity=parse_affinity(g("affinity"), "spec.affinity"),
+            tolerations=tolerations,
+            topology_spread_constraints=spread,
+            scheduling_gates=gates,
+            volumes=[] if volumes is None else [mapping(v, f"spec.volumes[{i}]")
+                                                for i, v in enumerate(sequence(volumes, "spec.volumes"))],
+            host_network=bool(g("hostNetwork", False)),
+            termination_grace_period_seconds=_int(g("terminationGracePeriodSeconds"),
                                                   "spec.terminationGracePeriodSeconds"),
-            restart_policy=str(spec.get("restartPolicy") or "Always"),
-            phase=str(status.get("phase") or ""),
+            restart_policy=_intern(str(g("restartPolicy") or "Always")),
+            phase=_intern(str(status.get("phase") or "")),
             nominated_node_name=str(status.get("nominatedNodeName") or ""),
-            raw=raw,
+            document=raw if document is None else document,
         )
     except InputError as e:
-        raise e.located(obj=obj) from None
+        raise e.located(obj=f"Pod {meta.namespace}/{meta.name}") from None
 
 
 # ---------------------------------------------------------------- nodes
@@ -740,19 +989,17 @@ def _int_or_percent(v: Any, field: str) -> int | str | None:
     if isinstance(v, bool):
         raise InputError(f"expected an integer or a percentage, got {v!r}", field=field)
     if isinstance(v, int):
-        return v
-    if isinstance(v, str):
-        if v.endswith("%"):
-            try:
-                int(v[:-1])
-            except ValueError:
-                raise InputError(f"expected an integer or a percentage, got {v!r}", field=field) from None
-            return v
+        number = v
+    elif isinstance(v, str):
         try:
-            return int(v)
+            number = int(v[:-1] if v.endswith("%") else v)
         except ValueError:
             raise InputError(f"expected an integer or a percentage, got {v!r}", field=field) from None
-    raise InputError(f"expected an integer or a percentage, got {v!r}", field=field)
+    else:
+        raise InputError(f"expected an integer or a percentage, got {v!r}", field=field)
+    if not -(2**31) <= number < 2**31:
+        raise InputError(f"expected an int32 or a percentage, got {v!r} (out of range)", field=field)
+    return v if isinstance(v, int) or v.endswith("%") else number
 
 
 def parse_namespace(raw: dict[str, Any]) -> Namespace:
@@ -762,7 +1009,7 @@ def parse_namespace(raw: dict[str, Any]) -> Namespace:
 def parse_priority_class(raw: dict[str, Any]) -> PriorityClass:
     meta = parse_meta(raw, "PriorityClass", namespaced=False)
     try:
-        value = _int(raw.get("value"), "value", 0) or 0
+        value = _int(raw.get("value"), "value", 0, bits=INT32) or 0
     except InputError as e:
         raise e.located(obj=f"PriorityClass {meta.name}") from None
     return PriorityClass(meta, value, bool(raw.get("globalDefault", False)), raw.get("preemptionPolicy"), raw)
@@ -782,10 +1029,10 @@ def parse_pdb(raw: dict[str, Any]) -> PodDisruptionBudget:
             selector=parse_label_selector(sel, "spec.selector") if sel is not None else NOTHING,
             min_available=_int_or_percent(spec.get("minAvailable"), "spec.minAvailable"),
             max_unavailable=_int_or_percent(spec.get("maxUnavailable"), "spec.maxUnavailable"),
-            disruptions_allowed=_int(status.get("disruptionsAllowed"), "status.disruptionsAllowed", 0) or 0,
-            current_healthy=_int(status.get("currentHealthy"), "status.currentHealthy", 0) or 0,
-            desired_healthy=_int(status.get("desiredHealthy"), "status.desiredHealthy", 0) or 0,
-            expected_pods=_int(status.get("expectedPods"), "status.expectedPods", 0) or 0,
+            disruptions_allowed=_int(status.get("disruptionsAllowed"), "status.disruptionsAllowed", 0, bits=INT32) or 0,
+            current_healthy=_int(status.get("currentHealthy"), "status.currentHealthy", 0, bits=INT32) or 0,
+            desired_healthy=_int(status.get("desiredHealthy"), "status.desiredHealthy", 0, bits=INT32) or 0,
+            expected_pods=_int(status.get("expectedPods"), "status.expectedPods", 0, bits=INT32) or 0,
             disrupted_pods=disrupted,
             raw=raw,
         )
@@ -797,6 +1044,14 @@ def parse_pvc(raw: dict[str, Any]) -> PersistentVolumeClaim:
     meta = parse_meta(raw, "PersistentVolumeClaim", namespaced=True)
     spec = mapping(raw.get("spec"), "spec") if isinstance(raw.get("spec"), dict) else {}
     status = mapping(raw.get("status"), "status") if isinstance(raw.get("status"), dict) else {}
+    res = spec.get("resources")
+    try:
+        if isinstance(res, dict):
+            parse_resource_list(res.get("requests"), "spec.resources.requests")
+            parse_resource_list(res.get("limits"), "spec.resources.limits")
+        sequence(spec.get("accessModes"), "spec.accessModes")
+    except InputError as e:
+        raise e.located(obj=f"PersistentVolumeClaim {meta.key}") from None
     return PersistentVolumeClaim(meta, spec.get("storageClassName"), tuple(spec.get("accessModes") or ()),
                                  str(spec.get("volumeName") or ""), str(status.get("phase") or ""), raw)
 

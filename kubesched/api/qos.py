@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from fractions import Fraction
 
 from kubesched.api.objects import Pod
-from kubesched.api.resources import CPU, MEMORY, is_supported_pod_level_resource
+from kubesched.api.resources import CPU, MEMORY, is_supported_pod_level_resource, memo_by_shape
 
 GUARANTEED = "Guaranteed"
 BURSTABLE = "Burstable"
@@ -60,27 +60,27 @@ def _resource_qos(requests: Mapping[str, Fraction], limits: Mapping[str, Fractio
 
 
 def compute_qos(pod: Pod, pod_level_resources: bool = True) -> str:
-    """ComputePodQOS: the class from the spec, ignoring status.qosClass."""
-    cached = pod.cache.get(("qos", pod_level_resources))
-    if cached is not None:
-        return str(cached)
-    if pod_level_resources and has_pod_level_resources(pod):
-        qos = _resource_qos(pod.pod_requests or {}, pod.pod_limits or {})
-    else:
-        qos = ""
-        for c in [*pod.init_containers, *pod.containers]:
-            cq = _resource_qos(c.requests, c.limits)
-            if cq == BURSTABLE:
-                qos = BURSTABLE
-                break
-            if not qos:
-                qos = cq
-            elif qos != cq:
-                qos = BURSTABLE
-                break
-        qos = qos or BEST_EFFORT
-    pod.cache[("qos", pod_level_resources)] = qos
-    return qos
+    """ComputePodQOS: the class from the spec, ignoring status.qosClass.
+
+    A function of the pod's resources alone (and of whether its pod-level resources decide): memoised per
+    resource shape, so pods of one template compute it once."""
+    level = pod_level_resources and has_pod_level_resources(pod)
+    return str(memo_by_shape(pod, ("qos", level), lambda: _spec_qos(pod, level)))
+
+
+def _spec_qos(pod: Pod, pod_level: bool) -> str:
+    if pod_level:
+        return _resource_qos(pod.pod_requests or {}, pod.pod_limits or {})
+    qos = ""
+    for c in [*pod.init_containers, *pod.containers]:
+        cq = _resource_qos(c.requests, c.limits)
+        if cq == BURSTABLE:
+            return BURSTABLE
+        if not qos:
+            qos = cq
+        elif qos != cq:
+            return BURSTABLE
+    return qos or BEST_EFFORT
 
 
 _CLASS_KEYS = {True: ("qos_class", True), False: ("qos_class", False)}

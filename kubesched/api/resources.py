@@ -122,14 +122,10 @@ def _rl_key(r: ResourceList | None) -> tuple[Any, ...] | None:
 
 
 def _container_key(c: Container) -> tuple[Any, ...]:
-    res = c.raw.get("resources")
-    if not isinstance(res, dict):
-        res = {}
-    req, lim = res.get("requests"), res.get("limits")
-    req_key = tuple(req.items()) if isinstance(req, dict) else ()
-    lim_key = tuple(lim.items()) if isinstance(lim, dict) else ()
+    # The written (name, value) pairs, kept by the parser (reading `raw` would decode a lazily loaded pod).
+    req_key, lim_key = c.resources_key
     if len(req_key) != len(c.requests) or len(lim_key) != len(c.limits):
-        # Not what `raw` says (a container built or changed in code): key by the parsed values.
+        # Not what was written (a container built or changed in code): key by the parsed values.
         req_key, lim_key = _rl_key(c.requests) or (), _rl_key(c.limits) or ()
         return ("parsed", req_key, lim_key, c.restart_policy)
     return (req_key, lim_key, c.restart_policy)

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kubesched.api.fields import sequence
 from kubesched.errors import InputError
 
 LABEL_OPS = ("In", "NotIn", "Exists", "DoesNotExist")
@@ -120,9 +121,12 @@ def parse_label_selector(raw: Any, field: str) -> LabelSelector:
     ml = raw.get("matchLabels") or {}
     if not isinstance(ml, dict):
         raise InputError("expected a map of label to value", field=f"{field}.matchLabels")
-    for k in sorted(ml):
-        reqs.append(Requirement(str(k), "In", (_label_value(ml[k]),)))
-    for i, e in enumerate(raw.get("matchExpressions") or []):
+    for k in sorted(ml, key=str):
+        try:
+            reqs.append(Requirement(str(k), "In", (_label_value(ml[k]),)))
+        except InputError as err:
+            raise err.located(field_prefix=f"{field}.matchLabels.{k}") from None
+    for i, e in enumerate(sequence(raw.get("matchExpressions"), f"{field}.matchExpressions")):
         f = f"{field}.matchExpressions[{i}]"
         reqs.append(_parse_requirement(e, f, LABEL_OPS))
     return LabelSelector(tuple(reqs))
@@ -133,6 +137,8 @@ def _label_value(v: Any) -> str:
         return ""
     if isinstance(v, bool):
         return "true" if v else "false"
+    if isinstance(v, (dict, list)):
+        raise InputError(f"expected a string, got {type(v).__name__}")
     return str(v)
 
 
@@ -145,7 +151,10 @@ def _parse_requirement(e: Any, f: str, ops: tuple[str, ...]) -> Requirement:
     op = e.get("operator")
     if op not in ops:
         raise InputError(f"expected one of {', '.join(ops)}, got {op!r}", field=f"{f}.operator")
-    values = tuple(_label_value(v) for v in (e.get("values") or []))
+    try:
+        values = tuple(_label_value(v) for v in sequence(e.get("values"), f"{f}.values"))
+    except InputError as err:
+        raise err.located(field_prefix=None if err.field else f"{f}.values") from None
     if op in ("In", "NotIn") and not values and ops is LABEL_OPS:
         raise InputError(f"operator {op} needs at least one value", field=f"{f}.values")
     if op in ("Exists", "DoesNotExist") and values and ops is LABEL_OPS:
@@ -197,12 +206,12 @@ def parse_node_selector_term(raw: Any, field: str) -> NodeSelectorTerm:
         raise InputError("expected a node selector term object", field=field)
     invalid = False
     exprs = []
-    for i, e in enumerate(raw.get("matchExpressions") or []):
+    for i, e in enumerate(sequence(raw.get("matchExpressions"), f"{field}.matchExpressions")):
         r = _parse_requirement(e, f"{field}.matchExpressions[{i}]", NODE_OPS)
         invalid = invalid or not _valid_node_requirement(r, label=True)
         exprs.append(r)
     fields = []
-    for i, e in enumerate(raw.get("matchFields") or []):
+    for i, e in enumerate(sequence(raw.get("matchFields"), f"{field}.matchFields")):
         r = _parse_requirement(e, f"{field}.matchFields[{i}]", NODE_OPS)
         invalid = invalid or not _valid_node_requirement(r, label=False)
         fields.append(r)
@@ -236,7 +245,7 @@ def parse_node_selector(raw: Any, field: str) -> NodeSelector:
     if not isinstance(raw, dict):
         raise InputError("expected a node selector object with nodeSelectorTerms", field=field)
     terms = tuple(parse_node_selector_term(t, f"{field}.nodeSelectorTerms[{i}]")
-                  for i, t in enumerate(raw.get("nodeSelectorTerms") or []))
+                  for i, t in enumerate(sequence(raw.get("nodeSelectorTerms"), f"{field}.nodeSelectorTerms")))
     return NodeSelector(terms)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 from collections.abc import Callable, Hashable
 from datetime import UTC, datetime
 from typing import Any
@@ -33,7 +34,9 @@ from kubesched.errors import InputError
 SPEC_CACHE_KEYS = ("sched_request", "non_zero", "host_ports", "sim_limits", "sim_request")
 
 
+@functools.lru_cache(maxsize=256)
 def rfc3339(epoch: float) -> str:
+    """The timestamp as the API writes it; remembered, as many objects of one instant carry it."""
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -50,6 +53,13 @@ class SimulatedAPIServer(InProcessAPIServer):
         self._uid_counter += 1
         h = f"{stable_hash64(self.seed, name, self._uid_counter):016x}{stable_hash64(name, self._uid_counter):016x}"
         return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+
+    def finish_termination(self, pod: Pod, cause: Cause = Cause.KUBELET) -> None:
+        """The kubelet confirms the deletion; graceful deletions that are over leave the deadline queue (the
+        simulator's kubelets finish them, nobody calls `advance`), so it holds the pods terminating, not
+        every deletion of the run."""
+        super().finish_termination(pod, cause)
+        self.next_deadline()
 
     def create_pod(self, manifest: dict[str, Any], *, cause: Cause, shape: Hashable | None = None) -> Pod:
         meta = manifest.setdefault("metadata", {})
@@ -100,5 +110,5 @@ class SimulatedAPIServer(InProcessAPIServer):
                               owner_references=list(m.owner_references),
                               creation_timestamp=datetime.fromtimestamp(now, UTC), deletion_timestamp=None)
         cache = {k: proto.cache[k] for k in SPEC_CACHE_KEYS if k in proto.cache}
-        return dataclasses.replace(proto, meta=pod_meta, raw=raw, node_name="", phase="Pending",
+        return dataclasses.replace(proto, meta=pod_meta, document=raw, node_name="", phase="Pending",
                                    nominated_node_name="", cache=cache)

@@ -33,7 +33,7 @@ from kubesched.api.resources import (
     non_zero_request,
     scheduler_request,
 )
-from kubesched.api.snapshot import Snapshot
+from kubesched.api.snapshot import Snapshot, gc_paused
 from kubesched.cluster.events import Cause, Event, EventType, Listener
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
@@ -196,6 +196,16 @@ class NodeTable:
         self.n += 1
         return self.n - 1
 
+    def remove_row(self, row: int) -> None:
+        """Drop a row; the rows after it move up by one (their order is kept). Per-row caches start afresh."""
+        n = self.n
+        for a in (self.alloc, self.requested, self.non_zero, self.pod_count, self.allowed_pods, self.has):
+            a[row:n - 1] = a[row + 1:n]
+            a[n - 1] = 0
+        self.n = n - 1
+        self.changed_rows = []
+        self.changes_epoch += 1
+
     def set_allocatable(self, row: int, alloc: dict[str, int]) -> None:
         for name in alloc:
             if name != PODS:
@@ -266,6 +276,10 @@ class ClusterState:
         self.table = NodeTable()
         # Bumped on any change to a node object (labels, taints, allocatable...); shape caches key on it.
         self.node_generation = 0
+        # The rows of node objects updated in place, in order; a node added or removed (rows renumbered
+        # or grown) or a long log starts a new epoch. Per-row caches catch up with just these rows.
+        self.node_change_log: list[int] = []
+        self.node_change_epoch = 0
         # Bumped on any change to pods assigned to nodes.
         self.pod_generation = 0
         # Bumped on every change of any kind.
@@ -280,11 +294,19 @@ class ClusterState:
         self.assigned_with_required_anti_affinity: dict[str, Pod] = {}
         # Pods the scheduler assumed whose binding has not been made yet.
         self.assumed: set[str] = set()
+        # Keys of pods (not terminal) naming a node that does not exist, by node name: a superset, so that
+        # adding a node looks at the pods only when some may be waiting for it.
+        self._awaiting_node: dict[str, set[str]] = {}
 
     # ------------------------------------------------------------ building
 
     @classmethod
     def from_snapshot(cls, snap: Snapshot) -> ClusterState:
+        with gc_paused():
+            return cls._from_snapshot(snap)
+
+    @classmethod
+    def _from_snapshot(cls, snap: Snapshot) -> ClusterState:
         state = cls()
         for n in snap.nodes:
             state.add(n)
@@ -298,13 +320,59 @@ class ClusterState:
             state.add(pvc)
         for w in snap.workloads:
             state.add(w)
-        for p in snap.pods:
-            state.add(p)
+        state._add_pods_in_bulk(snap.pods)
         for o in snap.others:
             if o.kind not in ("Service", "ReplicaSet", "ReplicationController", "StatefulSet"):
                 key = f"{o.kind}/{o.meta.key if o.meta else id(o)}"
                 state.others[key] = o
         return state
+
+    def _add_pods_in_bulk(self, pods: Iterable[Pod]) -> None:
+        """`add` of every pod, for a state nobody listens to yet (building from a snapshot): the same stores,
+        indexes and counters, with each node's table row written once at the end rather than per pod."""
+        if self._listeners or self._index_listeners:
+            for p in pods:
+                self.add(p)
+            return
+        store, infos = self.pods, self.node_info_by_name
+        touched: dict[int, NodeInfo] = {}
+        for p in pods:
+            key = p.key
+            if key in store:  # a second pod of that name replaces the first: the general path
+                self._flush_rows(touched)
+                touched = {}
+                self.add(p)
+                continue
+            store[key] = p
+            self.revision += 1
+            if p.node_name and not p.is_terminal:
+                info = infos.get(p.node_name)
+                if info is not None:
+                    info.add_pod(p)
+                    touched[info.index] = info
+                    aff = p.affinity
+                    if aff.has_pod_affinity or aff.has_pod_anti_affinity:
+                        self.assigned_with_affinity[key] = p
+                    if aff.pod_anti_affinity_required:
+                        self.assigned_with_required_anti_affinity[key] = p
+                    self.pod_generation += 1
+        self._flush_rows(touched)
+
+    def _flush_rows(self, touched: dict[int, NodeInfo]) -> None:
+        """Table rows of nodes whose pods were added by `_add_pods_in_bulk` (and not yet written) from their
+        NodeInfo, which holds the same sums NodeTable.add_pod would have made pod by pod."""
+        t = self.table
+        for row, info in touched.items():
+            for name in info.requested:
+                if name not in t.column:
+                    t.ensure_resource(name)
+            t.requested[row, :] = 0
+            for name, v in info.requested.items():
+                t.requested[row, t.column[name]] = v
+            t.non_zero[row, 0] = info.non_zero_cpu
+            t.non_zero[row, 1] = info.non_zero_mem
+            t.pod_count[row] = len(info.pods)
+            t._changed(row)
 
     # ------------------------------------------------------------ listeners
 
@@ -415,42 +483,67 @@ class ClusterState:
             info = NodeInfo(node, row)
             self.node_infos.append(info)
             self.node_info_by_name[node.name] = info
-            # Pods that named this node before it existed now count on it.
-            for p in self.pods.values():
-                if p.node_name == node.name and not p.is_terminal:
-                    self._account(info, p, +1)
+            self._new_node_epoch()
+            self._adopt_waiting_pods(info)
         info.node = node
         info.allocatable = node_allocatable_units(node.allocatable)
         self.table.set_allocatable(info.index, info.allocatable)
         self.nodes[node.name] = node
         info.generation += 1
         self.node_generation += 1
+        if len(self.node_change_log) >= 1 << 16:
+            self._new_node_epoch()
+        else:
+            self.node_change_log.append(info.index)
         self._order = None
         self._image_nodes = None
 
-    def _delete_node(self, node: Node) -> None:
-        # Rows are positional; rebuild the table without the node (node removal is rare).
-        del self.nodes[node.name]
-        keep = [i.node for i in self.node_infos if i.node.name != node.name]
-        self.node_infos = []
-        self.node_info_by_name = {}
-        self.table = NodeTable()
-        self.assigned_with_affinity = {}
-        self.assigned_with_required_anti_affinity = {}
-        for n in keep:
-            row = self.table.add_row()
-            info = NodeInfo(n, row)
-            info.allocatable = node_allocatable_units(n.allocatable)
-            self.table.set_allocatable(row, info.allocatable)
-            self.node_infos.append(info)
-            self.node_info_by_name[n.name] = info
+    def _adopt_waiting_pods(self, info: NodeInfo) -> None:
+        """Pods that named this node before it existed now count on it (in the store's order). The store is
+        walked only when some pod may be waiting for the node."""
+        name = info.node.name
+        if not self._awaiting_node.pop(name, None):
+            return
         for p in self.pods.values():
-            if p.node_name and not p.is_terminal and p.node_name in self.node_info_by_name:
-                self._account(self.node_info_by_name[p.node_name], p, +1)
+            if p.node_name == name and not p.is_terminal:
+                self._account(info, p, +1)
+
+    def _await_node(self, pod: Pod) -> None:
+        """The pod names a node that does not exist (yet, or any more)."""
+        self._awaiting_node.setdefault(pod.node_name, set()).add(pod.key)
+
+    def _stop_awaiting(self, pod: Pod) -> None:
+        waiting = self._awaiting_node.get(pod.node_name)
+        if waiting is not None:
+            waiting.discard(pod.key)
+            if not waiting:
+                del self._awaiting_node[pod.node_name]
+
+    def _delete_node(self, node: Node) -> None:
+        """The node's row goes and the rows after it move up; the other nodes keep their objects and pods (as
+        upstream's cache.RemoveNode touches only that node). The node's pods stay in the store, naming it."""
+        del self.nodes[node.name]
+        info = self.node_info_by_name.pop(node.name)
+        for p in info.pods.values():
+            self.assigned_with_affinity.pop(p.key, None)
+            self.assigned_with_required_anti_affinity.pop(p.key, None)
+            self._await_node(p)
+        row = info.index
+        del self.node_infos[row]
+        for i in range(row, len(self.node_infos)):
+            moved = self.node_infos[i]
+            moved.index = i
+            moved.generation += 1
+        self.table.remove_row(row)
         self.node_generation += 1
         self.pod_generation += 1
+        self._new_node_epoch()
         self._order = None
         self._image_nodes = None
+
+    def _new_node_epoch(self) -> None:
+        self.node_change_log = []
+        self.node_change_epoch += 1
 
     def _account(self, info: NodeInfo, pod: Pod, sign: int) -> None:
         if sign > 0:
@@ -481,6 +574,8 @@ class ClusterState:
                 info = self.node_info_by_name.get(old.node_name)
                 if info is not None:
                     self._account(info, old, -1)
+                else:
+                    self._stop_awaiting(old)
             if new is None:
                 del self.pods[old.key]
         if new is not None:
@@ -489,6 +584,8 @@ class ClusterState:
                 info = self.node_info_by_name.get(new.node_name)
                 if info is not None:
                     self._account(info, new, +1)
+                else:
+                    self._await_node(new)
 
     def _swap_pod(self, old: Pod, new: Pod) -> None:
         key = new.key

@@ -17,10 +17,12 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kubesched.api import fields
+from kubesched.api.documents import read_document
 from kubesched.api.selectors import parse_label_selector_string
-from kubesched.api.snapshot import read_document
 from kubesched.config import koordinator_descheduler
+from kubesched.config.convert import convert_descheduler_policy, is_old_descheduler_policy
 from kubesched.config.plugin_args import build_args
+from kubesched.diagnostics import warn
 from kubesched.errors import InputError
 
 API_VERSIONS = ("descheduler/v1alpha2",)
@@ -220,6 +222,12 @@ def parse_descheduler_policy(raw: Any, source: str, registry: PluginCatalog) -> 
     """Validate and default a DeschedulerPolicy document (or convert a koordinator DeschedulerConfiguration);
     every plugin's args are built with `registry`'s classes (kubesched.descheduler.registry.default_registry())."""
     try:
+        if is_old_descheduler_policy(raw):
+            raw, notes = convert_descheduler_policy(raw)
+            for note in notes:
+                warn(note, file=source, obj=KIND)
+            warn(f"write the v1alpha2 file with: kubesched convert {source} -o yaml (from descheduler/v1alpha1)",
+                 file=source, obj=KIND)
         return _parse(raw, source, registry)
     except InputError as e:
         raise e.located(file=source, obj=_kind_of(raw)) from None
@@ -324,5 +332,5 @@ def _parse(raw: Any, source: str, registry: PluginCatalog) -> DeschedulerPolicy:
 
 
 def load_descheduler_policy(path: str, registry: PluginCatalog) -> DeschedulerPolicy:
-    raw = read_document(path, KIND)
+    raw = read_document(path, KIND, (KIND, KOORDINATOR_KIND))
     return parse_descheduler_policy(raw, str(path), registry)

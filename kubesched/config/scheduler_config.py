@@ -1,4 +1,4 @@
-"""KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1, and kube-scheduler 1.20's v1beta1) → typed settings.
+"""KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) → typed settings.
 
 Profiles are merged with the default plugin set exactly as upstream's `mergePlugins` does (defaults
 first, `disabled` names or `*` removed, a re-enabled default replaced in place, other custom plugins
@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubesched.api import fields
-from kubesched.api.snapshot import read_document
-from kubesched.config import v1beta1
+from kubesched.api.documents import read_document
+from kubesched.config.convert import V1_INVALID_PLUGINS, convert_scheduler_config, is_old_scheduler_config
+from kubesched.diagnostics import warn
 from kubesched.errors import InputError
 
-API_VERSIONS = ("kubescheduler.config.k8s.io/v1", v1beta1.API_VERSION)
+API_VERSIONS = ("kubescheduler.config.k8s.io/v1",)
 KIND = "KubeSchedulerConfiguration"
 DEFAULT_SCHEDULER = "default-scheduler"
 
@@ -112,6 +113,21 @@ def merge_plugin_set(default: PluginSet, custom: PluginSet) -> PluginSet:
     return PluginSet(enabled, disabled)
 
 
+# The fields of v1's types; kube-scheduler decodes its configuration strictly, so any other field is an error.
+TOP_FIELDS = ("apiVersion", "kind", "parallelism", "leaderElection", "clientConnection", "enableProfiling",
+              "enableContentionProfiling", "percentageOfNodesToScore", "podInitialBackoffSeconds",
+              "podMaxBackoffSeconds", "profiles", "extenders", "delayCacheUntilActive")
+PROFILE_FIELDS = ("schedulerName", "percentageOfNodesToScore", "plugins", "pluginConfig")
+
+
+# kube-scheduler decodes its configuration strictly: any other field is an error.
+STRICT = 'unknown field "{key}" (kube-scheduler decodes its configuration strictly); expected one of {allowed}'
+
+
+def _strict(raw: dict[str, Any], allowed: tuple[str, ...], field: str) -> None:
+    fields.check_known(raw, field, allowed, message=STRICT, meta=False)
+
+
 def _parse_plugin_set(raw: Any, field: str) -> PluginSet:
     if raw is None:
         return PluginSet()
@@ -126,10 +142,13 @@ def _parse_plugin_set(raw: Any, field: str) -> PluginSet:
             f = f"{field}.{which}[{i}]"
             if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not item.get("name"):
                 raise InputError("expected a plugin with a name", field=f)
+            _strict(item, ("name", "weight"), f)
             if which == "enabled":
-                w = item.get("weight")
-                if w is not None and (isinstance(w, bool) or not isinstance(w, int) or w < 0):
-                    raise InputError(f"expected a non-negative integer weight, got {w!r}", field=f"{f}.weight")
+                w = fields.optional_integer(item.get("weight"), f"{f}.weight", lo=0, bits=fields.INT32,
+                                            what="a non-negative int32 weight")
+                if item["name"] in V1_INVALID_PLUGINS:
+                    raise InputError(f'Invalid value: "{item["name"]}": was invalid in version "{API_VERSIONS[0]}" '
+                                     f'(KubeSchedulerConfiguration is version "{API_VERSIONS[0]}")', field=f)
                 out.enabled.append(PluginRef(item["name"], w))
             else:
                 out.disabled.append(item["name"])
@@ -140,55 +159,21 @@ def _parse_plugin_set(raw: Any, field: str) -> PluginSet:
 
 
 def _percentage(raw: Any, field: str) -> int | None:
-    return fields.optional_integer(raw, field, lo=0, hi=100, what="an integer from 0 to 100")
+    value = fields.optional_integer(raw, field, what="an integer from 0 to 100")
+    if value is not None and not 0 <= value <= 100:
+        raise InputError(f"Invalid value: {value}: not in valid range [0-100]", field=field)
+    return value
 
 
-def default_plugins_v1beta1() -> dict[str, PluginSet]:
-    """kube-scheduler 1.20's default plugins per extension point, in kubesched's names (see config.v1beta1)."""
-    plugins = {p: PluginSet() for p in POINTS}
-    for point, refs in v1beta1.DEFAULTS.items():
-        plugins[point] = PluginSet([PluginRef("NodeResourcesFit" if n in v1beta1.FIT_STRATEGIES else n, w)
-                                    for n, w in refs if n not in v1beta1.DROPPED])
-    return plugins
-
-
-def _v1beta1_names(ps: PluginSet, strategies: list[str]) -> PluginSet:
-    """A v1beta1 plugin set in today's names; the Fit scoring plugins it enables go to `strategies`."""
-    enabled = []
-    for ref in ps.enabled:
-        if ref.name in v1beta1.FIT_STRATEGIES:
-            strategies.append(ref.name)
-            ref = PluginRef("NodeResourcesFit", ref.weight)
-        enabled.append(ref)
-    disabled = ["NodeResourcesFit" if n in v1beta1.FIT_STRATEGIES else n for n in ps.disabled
-                if n not in v1beta1.DROPPED]
-    return PluginSet(enabled, disabled)
-
-
-def _v1beta1_fit_args(plugin_config: dict[str, dict[str, Any]], strategies: list[str], field: str) -> None:
-    """Move the args of NodeResourcesLeastAllocated & co. into NodeResourcesFit's scoringStrategy."""
-    kinds = sorted(set(strategies) | {n for n in plugin_config if n in v1beta1.FIT_STRATEGIES})
-    if len(kinds) > 1:
-        raise InputError(f"{' and '.join(kinds)} cannot both score: today they are one NodeResourcesFit scoring "
-                         "strategy", field=f"{field}.plugins.score")
-    if not kinds or (kinds == ["NodeResourcesLeastAllocated"] and kinds[0] not in plugin_config):
-        return
-    name = kinds[0]
-    args = plugin_config.pop(name, {})
-    strategy: dict[str, Any] = {"type": v1beta1.FIT_STRATEGIES[name]}
-    if "resources" in args:
-        strategy["resources"] = args["resources"]
-    if "shape" in args:
-        strategy["requestedToCapacityRatio"] = {"shape": args["shape"]}
-    fit = dict(plugin_config.get("NodeResourcesFit") or {})
-    fit["scoringStrategy"] = strategy
-    plugin_config["NodeResourcesFit"] = fit
-
-
-def parse_profile(raw: Any, field: str, api_version: str = API_VERSIONS[0]) -> Profile:
+def parse_profile(raw: Any, field: str, only: bool = True) -> Profile:
     if not isinstance(raw, dict):
         raise InputError("expected a profile object", field=field)
-    name = raw.get("schedulerName") or DEFAULT_SCHEDULER
+    _strict(raw, PROFILE_FIELDS, field)
+    name = raw.get("schedulerName")
+    if name is None and only:
+        name = DEFAULT_SCHEDULER  # SetDefaults: only a lone profile gets the default name
+    if not isinstance(name, str) or not name:
+        raise InputError("Required value", field=f"{field}.schedulerName")
     plugins_raw = raw.get("plugins")
     if plugins_raw is not None and not isinstance(plugins_raw, dict):
         raise InputError("expected an object of extension points", field=f"{field}.plugins")
@@ -197,15 +182,9 @@ def parse_profile(raw: Any, field: str, api_version: str = API_VERSIONS[0]) -> P
     if unknown:
         raise InputError(f"unknown extension point {sorted(unknown)[0]!r}; expected one of {', '.join(POINTS)}",
                          field=f"{field}.plugins")
-    beta = api_version == v1beta1.API_VERSION
-    if beta and "multiPoint" in plugins_raw:
-        raise InputError("v1beta1 has no multiPoint extension point", field=f"{field}.plugins.multiPoint")
-    defaults = default_plugins_v1beta1() if beta else default_plugins()
-    strategies: list[str] = []
-    plugins = {}
-    for p in POINTS:
-        custom = _parse_plugin_set(plugins_raw.get(p), f"{field}.plugins.{p}")
-        plugins[p] = merge_plugin_set(defaults[p], _v1beta1_names(custom, strategies) if beta else custom)
+    defaults = default_plugins()
+    plugins = {p: merge_plugin_set(defaults[p], _parse_plugin_set(plugins_raw.get(p), f"{field}.plugins.{p}"))
+               for p in POINTS}
     plugin_config: dict[str, dict[str, Any]] = {}
     pcs = raw.get("pluginConfig") or []
     if not isinstance(pcs, list):
@@ -214,14 +193,16 @@ def parse_profile(raw: Any, field: str, api_version: str = API_VERSIONS[0]) -> P
         f = f"{field}.pluginConfig[{i}]"
         if not isinstance(pc, dict) or not isinstance(pc.get("name"), str):
             raise InputError("expected an object with name and args", field=f)
+        _strict(pc, ("name", "args"), f)
         if pc["name"] in plugin_config:
-            raise InputError(f"repeated config for plugin {pc['name']!r}", field=f"{f}.name")
+            raise InputError(f'Duplicate value: "{pc["name"]}"', field=f)
+        if pc["name"] in V1_INVALID_PLUGINS:
+            raise InputError(f'Invalid value: "{pc["name"]}": was invalid in version "{API_VERSIONS[0]}" '
+                             f'(KubeSchedulerConfiguration is version "{API_VERSIONS[0]}")', field=f)
         args = pc.get("args") or {}
         if not isinstance(args, dict):
             raise InputError("expected an object", field=f"{f}.args")
         plugin_config[pc["name"]] = copy.deepcopy(args)
-    if beta:
-        _v1beta1_fit_args(plugin_config, strategies, field)
     return Profile(name, plugins, plugin_config,
                    _percentage(raw.get("percentageOfNodesToScore"), f"{field}.percentageOfNodesToScore"))
 
@@ -231,7 +212,14 @@ def default_config() -> SchedulerConfig:
 
 
 def parse_scheduler_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
+    """A v1 configuration; an old version (v1beta1/2/3) is converted first, with warnings that say so."""
     try:
+        if is_old_scheduler_config(raw):
+            version = raw["apiVersion"]
+            raw, notes = convert_scheduler_config(raw)
+            for note in notes:
+                warn(note, file=source, obj=KIND)
+            warn(f"write the v1 file with: kubesched convert {source} -o yaml (from {version})", file=source, obj=KIND)
         return _parse(raw, source)
     except InputError as e:
         raise e.located(file=source, obj=KIND) from None
@@ -243,31 +231,60 @@ def _parse(raw: Any, source: str) -> SchedulerConfig:
     if raw.get("kind") != KIND:
         raise InputError(f"expected kind {KIND}, got {raw.get('kind')!r}", field="kind")
     if raw.get("apiVersion") not in API_VERSIONS:
-        raise InputError(f"expected apiVersion {' or '.join(API_VERSIONS)}, got {raw.get('apiVersion')!r}",
-                         field="apiVersion")
+        raise InputError(f"expected apiVersion {API_VERSIONS[0]}, got {raw.get('apiVersion')!r}", field="apiVersion")
+    _strict(raw, TOP_FIELDS, "")
     profiles_raw = raw.get("profiles") or [{}]
     if not isinstance(profiles_raw, list):
         raise InputError("expected a list of profiles", field="profiles")
-    profiles = [parse_profile(p, f"profiles[{i}]", raw["apiVersion"]) for i, p in enumerate(profiles_raw)]
+    profiles = [parse_profile(p, f"profiles[{i}]", only=len(profiles_raw) == 1) for i, p in enumerate(profiles_raw)]
     names = [p.scheduler_name for p in profiles]
     for i, n in enumerate(names):
         if n in names[:i]:
-            raise InputError(f"duplicate schedulerName {n!r}", field=f"profiles[{i}].schedulerName")
+            raise InputError(f'Duplicate value: "{n}"', field=f"profiles[{i}].schedulerName")
+    _common_queue_sort(profiles_raw, profiles)
+    parallelism = fields.optional_integer(raw.get("parallelism"), "parallelism", bits=fields.INT32)
+    if parallelism is not None and parallelism <= 0:
+        raise InputError(f"Invalid value: {parallelism}: should be an integer value greater than zero",
+                         field="parallelism")
+    if raw.get("extenders"):
+        warn("extenders are not run by kubesched: the scheduling here is what the profiles' plugins decide alone",
+             file=source, obj=KIND, field="extenders")
 
     def seconds(key: str, default: float) -> float:
-        v = raw.get(key)
+        v = fields.optional_integer(raw.get(key), key, bits=fields.INT64, whole_floats=True,
+                                    what="an integer number of seconds")
         if v is None:
             return default
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
-            raise InputError(f"expected a positive number of seconds, got {v!r}", field=key)
+        if v <= 0:
+            raise InputError(f"Invalid value: {v}: must be greater than 0", field=key)
         return float(v)
 
     initial = seconds("podInitialBackoffSeconds", 1.0)
     maximum = seconds("podMaxBackoffSeconds", 10.0)
     if maximum < initial:
-        raise InputError("must be greater than or equal to podInitialBackoffSeconds", field="podMaxBackoffSeconds")
+        raise InputError(f"Invalid value: {int(maximum)}: must be greater than or equal to PodInitialBackoffSeconds",
+                         field="podMaxBackoffSeconds")
     return SchedulerConfig(profiles, _percentage(raw.get("percentageOfNodesToScore"), "percentageOfNodesToScore"),
                            initial, maximum, source, raw)
+
+
+def _common_queue_sort(raw_profiles: list[Any], profiles: list[Profile]) -> None:
+    """validateCommonQueueSort: one queue sort plugin, the same (with the same args) in every profile."""
+    def queue_sort(p: Any) -> Any:
+        plugins = p.get("plugins") if isinstance(p, dict) else None
+        return plugins.get("queueSort") if isinstance(plugins, dict) else None
+
+    first = queue_sort(raw_profiles[0])
+    enabled = first.get("enabled") if isinstance(first, dict) else None
+    if isinstance(enabled, list) and len(enabled) > 1:
+        raise InputError(f"Invalid value: {len(enabled)}: only one queue sort plugin can be enabled",
+                         field="profiles[0].plugins.queueSort.Enabled")
+    name = enabled[0].get("name") if isinstance(enabled, list) and enabled and isinstance(enabled[0], dict) else None
+    for i in range(1, len(raw_profiles)):
+        if (queue_sort(raw_profiles[i]) or {}) != (first or {}):
+            raise InputError("must be the same for all profiles", field=f"profiles[{i}].plugins.queueSort")
+        if name and profiles[i].plugin_config.get(name) != profiles[0].plugin_config.get(name):
+            raise InputError("queueSort must be the same for all profiles", field=f"profiles[{i}].pluginConfig.args")
 
 
 def load_scheduler_config(path: str | None) -> SchedulerConfig:

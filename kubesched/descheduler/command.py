@@ -8,7 +8,6 @@ evictions. The table lists the evictions and the per-node summary.
 from __future__ import annotations
 
 import gc
-import sys
 from datetime import datetime
 from fractions import Fraction
 from typing import Any
@@ -29,7 +28,9 @@ from kubesched.descheduler.descheduler import Descheduler
 from kubesched.descheduler.framework import DeschedulerServices
 from kubesched.descheduler.loadaware_coherence import check as check_coherence
 from kubesched.descheduler.metricscollector import MetricsCollector, read_metrics_objects
+from kubesched.descheduler.plugins.nodeutilization import KUBERNETES_METRICS, PROMETHEUS_METRICS
 from kubesched.descheduler.registry import default_registry
+from kubesched.diagnostics import warn
 from kubesched.errors import InputError
 from kubesched.metrics.loader import load_metrics, source_from_address
 from kubesched.metrics.prometheus import DeschedulerPrometheusClient, PrometheusClient
@@ -38,12 +39,34 @@ SUMMARY_RESOURCES = ("cpu", "memory", "pods")
 TABLE_NODE_LIMIT = 60
 
 
-def _percent(used: int, cap: int) -> float | None:
-    return None if cap <= 0 else round(used / cap * 100.0, 1)
+def _percent(used: int | None, cap: int) -> float | None:
+    return None if cap <= 0 or used is None else round(used / cap * 100.0, 1)
 
 
-def _utilization(cluster: Any, nodes: list[Node], removed: dict[str, list[Any]]) -> dict[str, Any]:
-    """Per node: requested cpu/memory/pods over allocatable, before and after the cycle's evictions."""
+def _usage_basis(pol: Any) -> str | None:
+    """Which usage the policy balances on: "metrics" (metrics.k8s.io: LowNodeUtilization/HighNodeUtilization with
+    metricsUtilization from the metrics server, or koordinator's LowNodeLoad), "prometheus", or None (requests)."""
+    basis = None
+    for prof in pol.profiles:
+        for name in ("LowNodeUtilization", "HighNodeUtilization"):
+            if name not in prof.enabled("balance"):
+                continue
+            mu = getattr(prof.plugin_config.get(name), "metrics_utilization", None)
+            if mu is None:
+                continue
+            if mu.source == PROMETHEUS_METRICS:
+                basis = basis or "prometheus"
+            elif mu.metrics_server or mu.source == KUBERNETES_METRICS:
+                basis = "metrics"
+        if "LowNodeLoad" in prof.enabled("balance"):
+            basis = "metrics"
+    return basis
+
+
+def _utilization(cluster: Any, nodes: list[Node], removed: dict[str, list[Any]],
+                 collector: Any = None) -> dict[str, Any]:
+    """Per node: requested cpu/memory/pods over allocatable — or, with a metrics collector, actual cpu/memory usage
+    (what the policy balances on) — before and after the cycle's evictions."""
     table = cluster.table
     out: dict[str, Any] = {}
     for node in nodes:
@@ -51,15 +74,27 @@ def _utilization(cluster: Any, nodes: list[Node], removed: dict[str, list[Any]])
         if info is None:
             continue
         row = info.index
-        before = {"cpu": int(table.requested[row, table.column["cpu"]]),
-                  "memory": int(table.requested[row, table.column["memory"]]),
-                  "pods": int(table.pod_count[row])}
+        if collector is not None:
+            used = collector.nodes.get(node.name)
+            before: dict[str, int | None] = {"cpu": used["cpu"] if used else None,
+                                             "memory": used["memory"] if used else None,
+                                             "pods": int(table.pod_count[row])}
+        else:
+            before = {"cpu": int(table.requested[row, table.column["cpu"]]),
+                      "memory": int(table.requested[row, table.column["memory"]]),
+                      "pods": int(table.pod_count[row])}
         after = dict(before)
         for pod in removed.get(node.name, ()):
-            req = podutil.pod_request_quantities(pod)
-            after["cpu"] -= milli_value_of(req.get("cpu", Fraction(0)))
-            after["memory"] -= value_of(req.get("memory", Fraction(0)))
-            after["pods"] -= 1
+            if collector is not None:
+                for r, unit in (("cpu", 1000), ("memory", 1)):
+                    u = collector.pod_usage_total(pod.namespace, pod.name, r)
+                    if after[r] is not None and u is not None:
+                        after[r] = int(after[r] - u * unit)  # type: ignore[operator]
+            else:
+                req = podutil.pod_request_quantities(pod)
+                after["cpu"] = int(after["cpu"] or 0) - milli_value_of(req.get("cpu", Fraction(0)))
+                after["memory"] = int(after["memory"] or 0) - value_of(req.get("memory", Fraction(0)))
+            after["pods"] = int(after["pods"] or 0) - 1
         alloc = node.allocatable if node.allocatable else node.capacity
         cap = {"cpu": milli_value_of(alloc.get("cpu", Fraction(0))), "memory": value_of(alloc.get("memory", Fraction(0))),
                "pods": value_of(alloc.get("pods", Fraction(0)))}
@@ -71,13 +106,13 @@ def _utilization(cluster: Any, nodes: list[Node], removed: dict[str, list[Any]])
     return out
 
 
-def deschedule_command(snapshot: str, policy: str, metrics: str | None, min_ready_nodes: int,
+def deschedule_command(snapshot: str | Any, policy: str, metrics: str | None, min_ready_nodes: int,
                        scheduler_config: str | None, now: datetime, seed: int,
                        enforce_pdbs: bool = False) -> dict[str, Any]:
     if min_ready_nodes < 0:
         raise InputError(f"expected a non-negative number, got {min_ready_nodes}", field="--min-ready-nodes")
     pol = load_descheduler_policy(policy, default_registry())
-    snap = load_snapshot(snapshot)
+    snap = load_snapshot(snapshot) if isinstance(snapshot, str) else snapshot
     cluster = ClusterState.from_snapshot(snap)
     metric_objects: list[dict[str, Any]] = []
     services = DeschedulerServices(seed=seed, snapshot=snap)
@@ -109,7 +144,7 @@ def deschedule_command(snapshot: str, policy: str, metrics: str | None, min_read
         # Warn when the scheduler's and the descheduler's usage thresholds are set up to fight.
         warnings = check_coherence(sched_cfg, pol)
         for w in warnings:
-            print(f"warning: {w}", file=sys.stderr)
+            warn(w)
     services.scheduler_config = sched_cfg
     # By default a dry run that no server refuses: what upstream's plugin tests and its dry-run mode see
     # (evicted pods stay as they were for the rest of the cycle). With --enforce-pdbs the evictions are
@@ -128,12 +163,20 @@ def deschedule_command(snapshot: str, policy: str, metrics: str | None, min_read
     removed: dict[str, list[Any]] = {}
     for r in result.evictions:
         removed.setdefault(r.node, []).append(r.pod)
+    basis = _usage_basis(pol)
+    if basis == "prometheus":
+        warn("the policy balances on a Prometheus query; the utilisation shown is requested resources")
+    on_usage = basis == "metrics" and bool(collector.nodes)
+    if basis == "metrics" and not collector.nodes:
+        warn("the policy balances on actual usage but no NodeMetrics were given (--metrics or the snapshot); the "
+             "utilisation shown is requested resources")
     return {
         "evictions": [r.to_json() for r in result.evictions],
         "skipped": result.skipped,
         "errors": result.errors,
         "nodes": [n.name for n in result.nodes],
-        "utilization": _utilization(cluster, list(cluster.nodes.values()), removed),
+        "utilizationBasis": "usage" if on_usage else "requests",
+        "utilization": _utilization(cluster, list(cluster.nodes.values()), removed, collector if on_usage else None),
         "warnings": warnings,
     }
 
@@ -195,7 +238,8 @@ def deschedule_table(data: dict[str, Any]) -> None:
         note = f"(showing {len(names)} of {len(util)} nodes: those with evictions)"
     else:
         note = ""
-    summary = Table(title=f"requested utilisation before → after {note}".strip())
+    basis = "actual (metrics)" if data.get("utilizationBasis") == "usage" else "requested"
+    summary = Table(title=f"{basis} utilisation before → after {note}".strip())
     summary.add_column("node")
     for r in SUMMARY_RESOURCES:
         summary.add_column(r, justify="right")

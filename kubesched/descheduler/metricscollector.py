@@ -20,8 +20,8 @@ from datetime import datetime
 from fractions import Fraction
 from typing import Any
 
-from kubesched.api.objects import parse_time
-from kubesched.api.quantity import milli_value_of, parse_quantity, value_of
+from kubesched.api.objects import parse_resource_list, parse_time
+from kubesched.api.quantity import milli_value_of, value_of
 from kubesched.api.selectors import LabelSelector
 from kubesched.api.snapshot import read_documents
 from kubesched.cluster.state import ClusterState
@@ -53,13 +53,7 @@ def _usage(raw: Any, fld: str) -> dict[str, Fraction]:
         return {}
     if not isinstance(raw, dict):
         raise InputError("expected a map of resource to quantity", field=fld)
-    out: dict[str, Fraction] = {}
-    for k, v in raw.items():
-        try:
-            out[str(k)] = parse_quantity(v)
-        except ValueError as e:
-            raise InputError(str(e), field=f"{fld}.{k}") from None
-    return out
+    return parse_resource_list(raw, fld)
 
 
 class MetricsCollector:

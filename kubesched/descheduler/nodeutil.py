@@ -14,9 +14,13 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from fractions import Fraction
+from typing import Any
+
+import numpy as np
 
 from kubesched.api.objects import Node, Pod, Taint, Toleration
 from kubesched.api.quantity import milli_value_of, value_of
+from kubesched.api.resources import EPHEMERAL_STORAGE, is_scalar_resource, memo_by_shape
 from kubesched.api.selectors import NodeSelector
 from kubesched.cluster.state import ClusterState
 from kubesched.descheduler.podutil import group_by_namespace, pod_request_quantities
@@ -131,29 +135,101 @@ def node_utilization(pods: Iterable[Pod], resource_names: Iterable[str],
     return total
 
 
-# Exact per-node sums of requests over every resource, memoised per NodeInfo generation.
-_NODE_TOTALS: weakref.WeakKeyDictionary[ClusterState, dict[str, tuple[int, int, dict[str, Fraction], int]]] = \
+# ---------------------------------------------------------------- requests on a node, exact
+
+Units = int | Fraction  # cpu in millicores, every other resource in base units; int when whole
+
+
+def _tracked(name: str) -> bool:
+    """A resource NodeInfo's integer sums hold (Resource.Add keeps these and drops bare unprefixed names)."""
+    return name in (CPU, MEMORY, EPHEMERAL_STORAGE) or is_scalar_resource(name)
+
+
+def _whole_requests(pod: Pod) -> bool:
+    """Whether NodeInfo.requested holds this pod's exact requests: each one a whole number of millicores
+    (cpu) or base units (the rest), of a resource NodeInfo tracks. Memoised per resource shape."""
+    def compute() -> bool:
+        for name, q in pod_request_quantities(pod).items():
+            if not _tracked(name) or (q * 1000 if name == CPU else q).denominator != 1:
+                return False
+        return True
+
+    return bool(memo_by_shape(pod, "desched_whole_requests", compute))
+
+
+# Per node: (NodeInfo identity, its generation) -> the exact sums of its pods' requests, and its pod count.
+_NODE_UNITS: weakref.WeakKeyDictionary[ClusterState, dict[str, tuple[int, int, dict[str, Units], int]]] = \
     weakref.WeakKeyDictionary()
 
 
-def _node_request_totals(cluster: ClusterState, node_name: str) -> tuple[dict[str, Fraction], int]:
+def node_requested_units(cluster: ClusterState, node_name: str) -> tuple[dict[str, Units], int]:
+    """nodeutil.NodeUtilization's exact sums over the node's non-terminal pods (cpu in millicores, the
+    rest in base units) and how many pods there are; memoised per NodeInfo generation.
+
+    When every pod's requests are whole in those units (the usual case) the sums are NodeInfo's integer
+    columns, which the cluster keeps current; otherwise the exact quantities are added up.
+    """
     info = cluster.node_info_by_name.get(node_name)
     if info is None:
         return {}, 0
-    per = _NODE_TOTALS.setdefault(cluster, {})
+    per = _NODE_UNITS.get(cluster)
+    if per is None:
+        per = _NODE_UNITS[cluster] = {}
     cached = per.get(node_name)
     if cached is not None and cached[0] == info.generation and cached[1] == id(info):
         return cached[2], cached[3]
-    totals: dict[str, Fraction] = {}
-    for p in info.pods.values():
-        for k, v in pod_request_quantities(p).items():
-            totals[k] = totals.get(k, Fraction(0)) + v
+    pods = info.pods.values()
+    totals: dict[str, Units]
+    whole = True
+    for p in pods:
+        w = p.cache.get("desched_whole_requests")  # memo_by_shape's entry, read inline: this runs per pod
+        if not (w if w is not None else _whole_requests(p)):
+            whole = False
+            break
+    if whole:
+        totals = dict(info.requested)
+    else:
+        exact: dict[str, Fraction] = {}
+        for p in pods:
+            for k, v in pod_request_quantities(p).items():
+                exact[k] = exact.get(k, Fraction(0)) + (v * 1000 if k == CPU else v)
+        totals = {k: (v.numerator if v.denominator == 1 else v) for k, v in exact.items()}
     per[node_name] = (info.generation, id(info), totals, len(info.pods))
     return totals, len(info.pods)
 
 
-def _allocatable_value(node: Node, name: str) -> Fraction:
-    return node.allocatable.get(name, Fraction(0))
+def _ceil_units(v: Units) -> int:
+    """Quantity.Value() of a sum in units (MilliValue() for cpu, already in millicores)."""
+    return v if isinstance(v, int) else value_of(v)
+
+
+def _allocatable_units(node: Node, name: str) -> int | None:
+    """The node's allocatable in units (MilliValue for cpu, Value otherwise); None when not listed."""
+    q = node.allocatable.get(name)
+    if q is None:
+        return None
+    if q.denominator == 1:
+        return q.numerator * 1000 if name == CPU else q.numerator
+    return milli_value_of(q) if name == CPU else value_of(q)
+
+
+def node_available_milli(cluster: ClusterState, node: Node, resource_names: Iterable[str]) -> dict[str, int]:
+    """nodeAvailableResources, each as its MilliValue: allocatable minus the requests of the node's
+    non-terminal pods, cpu in millicores and memory, pods and other resources in whole units (upstream's
+    `MilliValue()` / `Value()` differences); a resource the node does not list has nothing left."""
+    used, count = node_requested_units(cluster, node.name)
+    out: dict[str, int] = {}
+    for name in resource_names:
+        alloc = _allocatable_units(node, name)
+        if name == CPU:
+            out[name] = (alloc or 0) - _ceil_units(used.get(CPU, 0))
+        elif name == PODS:
+            out[name] = ((alloc or 0) - count) * 1000
+        elif name == MEMORY or alloc is not None:
+            out[name] = ((alloc or 0) - _ceil_units(used.get(name, 0))) * 1000
+        else:
+            out[name] = 0
+    return out
 
 
 def node_available_resources(cluster: ClusterState, node: Node, resource_names: Iterable[str]) -> dict[str, Fraction]:
@@ -162,35 +238,161 @@ def node_available_resources(cluster: ClusterState, node: Node, resource_names: 
     cpu is computed in millicores, memory, pods and other resources in whole units, as upstream does
     (`MilliValue()` / `Value()` differences); a resource the node does not list has nothing left.
     """
-    totals, count = _node_request_totals(cluster, node.name)
-    out: dict[str, Fraction] = {}
-    for name in resource_names:
-        used = totals.get(name, Fraction(0))
-        if name == CPU:
-            out[name] = Fraction(milli_value_of(_allocatable_value(node, CPU)) - milli_value_of(used), 1000)
-        elif name == MEMORY:
-            out[name] = Fraction(value_of(_allocatable_value(node, MEMORY)) - value_of(used))
-        elif name == PODS:
-            out[name] = Fraction(value_of(_allocatable_value(node, PODS)) - count)
-        elif name in node.allocatable:
-            out[name] = Fraction(value_of(node.allocatable[name]) - value_of(used))
-        else:
-            out[name] = Fraction(0)
-    return out
+    return {k: Fraction(v, 1000) for k, v in node_available_milli(cluster, node, resource_names).items()}
+
+
+def _request_milli(pod: Pod) -> tuple[list[str], dict[str, int]]:
+    """The names fitsRequest checks (pods first, then the requests by name) and each request's MilliValue.
+    Memoised per resource shape (the same object for every pod of the shape)."""
+    def compute() -> tuple[list[str], dict[str, int]]:
+        requests = pod_request_quantities(pod)
+        names = [PODS] + sorted(n for n in requests if n != PODS)
+        return names, {n: milli_value_of(requests.get(n, Fraction(0))) for n in names}
+
+    return memo_by_shape(pod, "desched_fit_requests", compute)  # type: ignore[no-any-return]
 
 
 def fits_request(cluster: ClusterState, pod: Pod, node: Node) -> tuple[bool, str | None]:
     """fitsRequest: every request (and one more pod) fits what the node has left."""
-    requests = pod_request_quantities(pod)
-    names = [PODS] + sorted(n for n in requests if n != PODS)
-    available = node_available_resources(cluster, node, names)
+    names, want = _request_milli(pod)
+    available = node_available_milli(cluster, node, names)
     for name in names:
-        want = requests.get(name, Fraction(0))
-        if milli_value_of(want) > milli_value_of(available[name]):
+        if want[name] > available[name]:
             return False, f"insufficient {name}"
-    if milli_value_of(available[PODS]) <= 0:
+    if available[PODS] <= 0:
         return False, f"insufficient {PODS}"
     return True, None
+
+
+def _int_column(values: list[int]) -> np.ndarray:
+    """int64 when every value fits (always, for real clusters), Python ints otherwise (exact either way)."""
+    try:
+        return np.array(values, dtype=np.int64)
+    except OverflowError:
+        return np.array(values, dtype=object)
+
+
+class NodeFitColumns:
+    """koordinator's NodeFit (node selector and required affinity, NoSchedule/NoExecute taints, requests,
+    schedulable: what LowNodeLoad's `_node_fit` asks of one node) over a fixed list of nodes at once.
+
+    `mask(pod)` is `[fits(pod, node) for node in nodes]` as a boolean array. Placement (selector, affinity,
+    taints) is computed once per placement shape, nodes with the same taints together; the request check
+    compares the pod's MilliValues with one column per resource of what each node has left
+    (`node_available_milli`), once per resource shape. The node objects are the ones given (the cycle's);
+    what their pods request is the cluster's: the columns follow the rows the NodeTable logs as changed,
+    so evictions (or bindings) during the cycle are seen as the per-node check sees them.
+    """
+
+    def __init__(self, cluster: ClusterState, nodes: list[Node]) -> None:
+        self.cluster = cluster
+        self.nodes = nodes
+        self.schedulable = np.array([not is_node_unschedulable(n) for n in nodes], dtype=bool)
+        self._placement: dict[Any, np.ndarray] = {}
+        self._taint_groups: dict[tuple[Taint, ...], list[int]] = {}
+        for i, n in enumerate(nodes):
+            self._taint_groups.setdefault(n.taints, []).append(i)
+        self._available: dict[str, np.ndarray] = {}
+        # Keyed by id() of the memoised request shape, which is kept alive here (ids are never reused).
+        self._requests: dict[int, tuple[Any, np.ndarray]] = {}
+        # Placement & requests & schedulable, by the identities of the two masks (kept alive in the entry).
+        self._combined: dict[tuple[int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._follow()
+
+    # ------------------------------------------------------------ following the cluster
+
+    def _follow(self) -> None:
+        table = self.cluster.table
+        self._table = table
+        self._epoch = table.changes_epoch
+        self._seen = len(table.changed_rows)
+        self._positions: dict[int, list[int]] = {}
+        for i, n in enumerate(self.nodes):
+            info = self.cluster.node_info_by_name.get(n.name)
+            if info is not None:
+                self._positions.setdefault(info.index, []).append(i)
+
+    def _catch_up(self) -> None:
+        table = self.cluster.table
+        if table is not self._table or table.changes_epoch != self._epoch:
+            self._available.clear()
+            self._requests.clear()
+            self._combined.clear()
+            self._follow()
+            return
+        log = table.changed_rows
+        if len(log) == self._seen:
+            return
+        changed = {i for row in set(log[self._seen:]) for i in self._positions.get(row, ())}
+        self._seen = len(log)
+        if not changed:
+            return
+        for i in changed:
+            now = node_available_milli(self.cluster, self.nodes[i], list(self._available))
+            for name, column in self._available.items():
+                column[i] = now[name]
+        self._requests.clear()
+        self._combined.clear()
+
+    # ------------------------------------------------------------ masks
+
+    def _columns(self, names: list[str]) -> None:
+        """Make the columns of these resources (with pods, cpu and memory, which nearly every pod asks for)."""
+        missing = [n for n in dict.fromkeys([PODS, CPU, MEMORY, *names]) if n not in self._available]
+        if not missing:
+            return
+        rows = [node_available_milli(self.cluster, n, missing) for n in self.nodes]
+        for name in missing:
+            self._available[name] = _int_column([row[name] for row in rows])
+
+    def requests(self, pod: Pod) -> np.ndarray:
+        """fitsRequest(pod, node) for every node (read-only)."""
+        self._catch_up()
+        shape = _request_milli(pod)
+        hit = self._requests.get(id(shape))
+        if hit is not None:
+            return hit[1]
+        names, want = shape
+        self._columns(names)
+        available = self._available
+        mask = available[PODS] > 0
+        for name in names:
+            mask &= available[name] >= want[name]
+        self._requests[id(shape)] = (shape, mask)
+        return mask
+
+    def placement(self, pod: Pod) -> np.ndarray:
+        """PodMatchNodeSelector and the NoSchedule/NoExecute taints tolerated, for every node (read-only)."""
+        key = pod.cache.get("desched_placement_key")
+        if key is None:
+            key = (tuple(sorted(pod.node_selector.items())), pod.affinity.node_required, pod.tolerations)
+            pod.cache["desched_placement_key"] = key
+        mask = self._placement.get(key)
+        if mask is None:
+            mask = np.zeros(len(self.nodes), dtype=bool)
+            selects = bool(pod.node_selector) or pod.affinity.node_required is not None
+            for taints, positions in self._taint_groups.items():
+                if not tolerations_tolerate_taints_with_filter(pod.tolerations, taints,
+                                                               lambda t: t.effect in NODE_FIT_EFFECTS):
+                    continue
+                if not selects:
+                    mask[positions] = True
+                    continue
+                for i in positions:
+                    if pod_match_node_selector(pod, self.nodes[i]):
+                        mask[i] = True
+            self._placement[key] = mask
+        return mask
+
+    def mask(self, pod: Pod) -> np.ndarray:
+        """The whole NodeFit for every node (read-only)."""
+        requests = self.requests(pod)  # first: it catches up with the cluster
+        placement = self.placement(pod)
+        key = (id(placement), id(requests))
+        hit = self._combined.get(key)
+        if hit is None or hit[0] is not placement or hit[1] is not requests:
+            hit = self._combined[key] = (placement, requests, placement & requests & self.schedulable)
+        return hit[2]
 
 
 # ---------------------------------------------------------------- NodeFit

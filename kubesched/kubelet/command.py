@@ -10,7 +10,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from kubesched.api.objects import Node, Pod
+from kubesched.api.documents import describe
+from kubesched.api.objects import Node, Pod, parse_time
 from kubesched.api.qos import qos_class
 from kubesched.api.quantity import value_of
 from kubesched.api.snapshot import Snapshot, load_snapshot, read_documents
@@ -37,8 +38,9 @@ def _load_timeline(path: str) -> list[dict[str, Any]]:
     if isinstance(steps, dict) and isinstance(steps.get("steps"), list):
         steps = steps["steps"]
     if not isinstance(steps, list):
-        raise InputError("expected a list of steps {at, stats}", file=path)
+        raise InputError(f"expected a list of steps {{at, stats}}, got {describe(steps)}", file=path)
     out = []
+    previous = 0.0
     for i, step in enumerate(steps):
         where = f"steps[{i}]"
         if not isinstance(step, dict):
@@ -50,6 +52,12 @@ def _load_timeline(path: str) -> list[dict[str, Any]]:
         at = step.get("at", 0)
         if isinstance(at, bool) or not isinstance(at, (int, float)):
             raise InputError(f"expected seconds after --now, got {at!r}", file=path, field=f"{where}.at")
+        if at < 0 or at > 10**10:
+            raise InputError(f"expected seconds after --now, from 0 to 10^10, got {at!r}", file=path, field=f"{where}.at")
+        if at < previous:
+            raise InputError(f"the timeline goes back in time: {at:g}s comes after a step at {previous:g}s (steps are "
+                             "in time order)", file=path, field=f"{where}.at")
+        previous = float(at)
         out.append(step)
     return out
 
@@ -106,11 +114,11 @@ def _step_dict(at: float, res: SyncResult, manager: EvictionManager, candidates:
     }
 
 
-def node_pressure_command(kubelet_config: str, snapshot: str | None, timeline: str | None,
+def node_pressure_command(kubelet_config: str, snapshot: str | Snapshot | None, timeline: str | None,
                           now: datetime) -> dict[str, Any]:
     """Run the eviction manager over the timeline, one synchronize per step, state kept between steps."""
     cfg = load_kubelet_config(kubelet_config)
-    snap = load_snapshot(snapshot) if snapshot else Snapshot()
+    snap = snapshot if isinstance(snapshot, Snapshot) else load_snapshot(snapshot) if snapshot else Snapshot()
     steps = _load_timeline(timeline) if timeline else []
     parsed: list[tuple[Summary | None, Summary | None]] = []
     for i, step in enumerate(steps):
@@ -193,10 +201,35 @@ def _memory_capacity(node: Node | None) -> int | None:
     return value_of(mem) if mem is not None and mem > Fraction(0) else None
 
 
-def qos_command(snapshot: str) -> dict[str, Any]:
+def running_at(pod: Pod, now: datetime) -> str | None:
+    """Why the kubelet would have no containers of this pod running at `now` (None: it would).
+
+    A terminal phase; a deletion whose grace period has run out (deletionTimestamp is when it ends); or
+    spec.activeDeadlineSeconds passed since status.startTime (the kubelet's activeDeadlineHandler kills it:
+    "DeadlineExceeded").
+    """
+    if pod.is_terminal:
+        return pod.phase
+    deletion = pod.meta.deletion_timestamp
+    if deletion is not None and deletion <= now:
+        return "Deleted"
+    deadline = pod.raw.get("spec", {}).get("activeDeadlineSeconds") if isinstance(pod.raw.get("spec"), dict) else None
+    start = pod.status.get("startTime")
+    if isinstance(deadline, int) and not isinstance(deadline, bool) and start:
+        try:
+            started = parse_time(start, "status.startTime")
+        except InputError as e:
+            raise e.located(obj=f"Pod {pod.key}") from None
+        if started is not None and (now - started).total_seconds() >= deadline:
+            return "DeadlineExceeded"
+    return None
+
+
+def qos_command(snapshot: str | Snapshot, now: datetime | None = None) -> dict[str, Any]:
     """QoS class and per-container oom_score_adj of every pod; machine memory is the capacity of the pod's
-    node (or of the only node in the snapshot)."""
-    snap = load_snapshot(snapshot)
+    node (or of the only node in the snapshot). With `now`, each pod says whether its containers would be
+    running then (`notRunning`: why not)."""
+    snap = snapshot if isinstance(snapshot, Snapshot) else load_snapshot(snapshot)
     nodes = {n.name: n for n in snap.nodes}
     only = snap.nodes[0] if len(snap.nodes) == 1 else None
     pods: dict[str, Any] = {}
@@ -205,16 +238,18 @@ def qos_command(snapshot: str) -> dict[str, Any]:
         capacity = _memory_capacity(node or only)
         pods[p.key] = {"qosClass": qos_class(p), "node": p.node_name or None, "memoryCapacity": capacity,
                        "oomScoreAdj": pod_oom_score_adjust(p, capacity)}
+        if now is not None:
+            pods[p.key]["notRunning"] = running_at(p, now)
     return {"pods": pods}
 
 
 def qos_table(data: dict[str, Any]) -> None:
     table = Table()
-    for col in ("pod", "QoS class", "container oom_score_adj"):
+    for col in ("pod", "QoS class", "container oom_score_adj", "not running at --now"):
         table.add_column(col)
     for key, entry in data["pods"].items():
         adj = ", ".join(f"{c}={'?' if v is None else v}" for c, v in entry["oomScoreAdj"].items())
-        table.add_row(key, entry["qosClass"], adj or "-")
+        table.add_row(key, entry["qosClass"], adj or "-", entry.get("notRunning") or "-")
     console.print(table)
     if any(v is None for e in data["pods"].values() for v in e["oomScoreAdj"].values()):
         console.print("? = Burstable container on a node whose memory capacity is unknown")

@@ -33,11 +33,11 @@ from typing import Any
 from urllib.parse import quote
 
 import urllib3
-import yaml
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 from kubernetes.config.config_exception import ConfigException
 
+from kubesched.api.documents import decode_text, loads_yaml
 from kubesched.errors import InputError, RemoteError
 
 DEFAULT_PAGE_SIZE = 500  # what kubectl and client-go's pager ask for
@@ -143,13 +143,17 @@ def _contexts(paths: list[str]) -> tuple[list[str], str]:
     current = ""
     for p in paths:
         try:
-            doc = yaml.safe_load(Path(p).read_text())
+            data = Path(p).read_bytes()
         except OSError as e:
             if len(paths) > 1 and isinstance(e, FileNotFoundError):
                 continue  # clientcmd skips missing files named in $KUBECONFIG
             raise InputError(f"cannot read kubeconfig: {e.strerror or e}", file=p) from None
-        except yaml.YAMLError as e:
-            raise InputError(f"invalid kubeconfig YAML: {str(e).splitlines()[0]}", file=p) from None
+        try:
+            # kubesched's bounded reader: UTF-8, depth and alias bounds, named errors.
+            docs = loads_yaml(decode_text(data, p), p)
+        except InputError as e:
+            raise InputError(f"invalid kubeconfig: {e.message}", file=p) from None
+        doc = docs[0] if docs else None
         if doc is None:
             continue
         if not isinstance(doc, dict):

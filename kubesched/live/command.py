@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from kubesched.api.documents import TOKEN_BYTES, read_text
 from kubesched.api.duration import read_duration_seconds
 from kubesched.api.objects import parse_time
 from kubesched.errors import InputError
@@ -40,10 +41,9 @@ def capture_command(*, kubeconfig: str | None, context: str | None, out: str, fm
     token = None
     if prometheus_token_file:
         try:
-            token = Path(prometheus_token_file).read_text().strip()
-        except OSError as e:
-            raise InputError(f"cannot read: {e.strerror or e}", file=prometheus_token_file,
-                             field="--prometheus-token-file") from None
+            token = read_text(prometheus_token_file, TOKEN_BYTES).strip()
+        except InputError as e:
+            raise e.located(field_prefix="--prometheus-token-file") from None
     at = None
     if now is not None:
         t = parse_time(now, "--now")

@@ -164,7 +164,10 @@ class DeschedulerProcess:
         self.cache = InformerCache(self.state, self.log)
         self.informers = Informers(proc.kube, self.cache, self.log, page_size=proc.opts.page_size)
         self.node_selector = parse_label_selector_string(self.policy.node_selector, "nodeSelector")
+        # A --metrics file is read now too, so that a bad one is refused before the cluster is contacted.
         self.usage: MetricsSource | None = None
+        if opts.metrics and opts.metrics != METRICS_API:
+            self.usage = usage_source(opts.metrics, proc.kube)
         self.metrics_api = ApiServerMetrics(proc.kube)
         self.collector: MetricsCollector | None = None
         self.descheduler: Descheduler | None = None
@@ -188,8 +191,6 @@ class DeschedulerProcess:
         self.log.info("Informers synced", nodes=len(self.state.nodes), pods=len(self.state.pods))
         if not proc.lead():
             return proc.exit_code()
-        if self.opts.metrics and self.opts.metrics != METRICS_API:
-            self.usage = usage_source(self.opts.metrics, proc.kube)
         if self.opts.interval == 0:
             result = self.cycle()
             self.print_report(result)

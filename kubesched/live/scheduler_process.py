@@ -167,6 +167,8 @@ class SchedulerProcess:
         self.binder = AsyncBinder(proc.client, self.pool, self._binding_done, proc.events.record)
         self.sched: Scheduler | None = None
         self.usage: UsageRefresher | None = None
+        # A --metrics file is read now too, so that a bad one is refused before the cluster is contacted.
+        self.usage_source = usage_source(opts.metrics, proc.kube) if opts.metrics else None
         self.bound = 0
         self._pending_counts: tuple[float, dict[str, int]] = (0.0, {})
 
@@ -186,8 +188,8 @@ class SchedulerProcess:
         if not proc.lead():
             return proc.exit_code()
         services = SchedulerServices(start=wall_clock_now())
-        if self.opts.metrics:
-            source = usage_source(self.opts.metrics, proc.kube)
+        source = self.usage_source
+        if source is not None:
             self.usage = UsageRefresher(source, self.opts.metrics_interval, self.log, self.cache.cond,
                                         on_failure=self.metrics.usage_failures.inc)
             self.usage.start()

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import ssl
 import urllib.error
 import urllib.parse
 import urllib.request
 from typing import Any
 
+from kubesched.api.documents import decode_text, loads_json
 from kubesched.errors import InputError, RemoteError
 
 DEFAULT_TIMEOUT_SECONDS = 10.0
@@ -57,6 +57,6 @@ def get_json(url: str, *, params: dict[str, str] | None = None, token: str | Non
         reason = getattr(e, "reason", e)
         raise RemoteError(f"{what}: cannot GET {full}: {reason}") from None
     try:
-        return json.loads(body)
-    except json.JSONDecodeError as e:
-        raise InputError(f"{what}: GET {full} did not return JSON ({e.msg} at line {e.lineno})") from None
+        return loads_json(decode_text(body, None), None)
+    except InputError as e:
+        raise InputError(f"{what}: GET {full} did not return usable JSON ({e.message})") from None

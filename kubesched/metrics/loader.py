@@ -24,10 +24,10 @@ What `--metrics` may name:
 from __future__ import annotations
 
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from kubesched.api import fields
+from kubesched.api.documents import TOKEN_BYTES, read_text
 from kubesched.api.snapshot import iter_objects, read_documents
 from kubesched.errors import InputError
 from kubesched.metrics.base import Metrics, MetricsSource
@@ -46,9 +46,9 @@ def _token(spec: fields.Fields) -> str | None:
         raise InputError("set token or tokenFile, not both", field=spec.field)
     if path:
         try:
-            return Path(path).read_text().strip()
-        except OSError as e:
-            raise spec.error("tokenFile", f"cannot read token file {path}: {e.strerror or e}") from None
+            return read_text(path, TOKEN_BYTES).strip()
+        except InputError as e:
+            raise spec.error("tokenFile", f"cannot read token file {path}: {e.message}") from None
     return token  # type: ignore[no-any-return]
 
 
@@ -104,7 +104,7 @@ def metrics_from_documents(docs: list[Any], path: str, now: datetime) -> Metrics
     """Metrics from the decoded documents of one file."""
     if len(docs) == 1 and is_watcher_metrics(docs[0]):
         try:
-            return parse_watcher_metrics(docs[0])
+            return parse_watcher_metrics(docs[0], file=path)
         except InputError as e:
             raise e.located(file=path, obj="WatcherMetrics") from None
     if len(docs) == 1 and isinstance(docs[0], dict) and docs[0].get("kind") == SOURCE_KIND:

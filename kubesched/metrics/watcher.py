@@ -11,12 +11,13 @@ Trimaran's service client calls). Unknown keys are ignored, as load-watcher's de
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from kubesched.api import fields
+from kubesched.api.documents import loads_json, read_text
+from kubesched.diagnostics import warn
 from kubesched.errors import InputError
 from kubesched.metrics.base import Metric, Metrics, MetricsSource, NodeUsage, Window, watcher_metrics
 from kubesched.metrics.http import get_json
@@ -41,7 +42,8 @@ def is_watcher_metrics(doc: Any) -> bool:
     return isinstance(doc, dict) and "kind" not in doc and ("data" in doc or "window" in doc)
 
 
-def parse_watcher_metrics(doc: Any, source: str = "load-watcher", captured: bool = True) -> Metrics:
+def parse_watcher_metrics(doc: Any, source: str = "load-watcher", captured: bool = True,
+                          file: str | None = None) -> Metrics:
     """A decoded WatcherMetrics document as Metrics (InputErrors name the field)."""
     if not isinstance(doc, dict):
         raise InputError(f"expected a WatcherMetrics object, got {type(doc).__name__}")
@@ -57,6 +59,11 @@ def parse_watcher_metrics(doc: Any, source: str = "load-watcher", captured: bool
         raise InputError("expected an object with NodeMetricsMap", field="data")
     nmap = data.get("NodeMetricsMap")
     if nmap is None:
+        # load-watcher's Go type reads only this key: a document without it gives no node a metric.
+        others = ", ".join(map(str, list(data)[:5])) + (", ..." if len(data) > 5 else "")
+        warn("no data.NodeMetricsMap, so no node has load metrics"
+             + (f" (data holds {others}; load-watcher keeps nodes under data.NodeMetricsMap)" if data else ""),
+             file=file, obj="WatcherMetrics", field="data.NodeMetricsMap")
         nmap = {}
     if not isinstance(nmap, dict):
         raise InputError("expected a map of node name to NodeMetrics", field="data.NodeMetricsMap")
@@ -108,16 +115,9 @@ class WatcherFileSource(MetricsSource):
         self.path = str(path)
 
     def fetch(self, now: datetime) -> Metrics:
+        doc = loads_json(read_text(self.path), self.path)
         try:
-            text = Path(self.path).read_text()
-        except OSError as e:
-            raise InputError(f"cannot read file: {e.strerror or e}", file=self.path) from None
-        try:
-            doc = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise InputError(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}", file=self.path) from None
-        try:
-            return parse_watcher_metrics(doc)
+            return parse_watcher_metrics(doc, file=self.path)
         except InputError as e:
             raise e.located(file=self.path, obj="WatcherMetrics") from None
 

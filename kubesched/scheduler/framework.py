@@ -50,6 +50,8 @@ class Status:
     code: Code = Code.SUCCESS
     reasons: list[str] = field(default_factory=list)
     plugin: str = ""
+    # One object answered by many calls (`SUCCESS`, `skip()`): never changed, `with_plugin` copies it.
+    shared: bool = field(default=False, compare=False, repr=False)
 
     @property
     def is_success(self) -> bool:
@@ -68,7 +70,10 @@ class Status:
         return ", ".join(self.reasons)
 
     def with_plugin(self, name: str) -> Status:
+        """This status, attributed to plugin `name` unless it names one already (use the return value)."""
         if not self.plugin:
+            if self.shared:
+                return Status(self.code, list(self.reasons), name)
             self.plugin = name
         return self
 
@@ -76,7 +81,9 @@ class Status:
         return {"code": self.code.value, "reasons": list(self.reasons)}
 
 
-SUCCESS = Status()
+# Shared answers for the hot extension points (a plugin may return them; nobody changes them).
+SUCCESS = Status(shared=True)
+_SKIP = Status(Code.SKIP, shared=True)
 
 
 def success() -> Status:
@@ -92,7 +99,7 @@ def unresolvable(*reasons: str) -> Status:
 
 
 def skip() -> Status:
-    return Status(Code.SKIP)
+    return _SKIP
 
 
 def error(reason: str) -> Status:
@@ -425,27 +432,100 @@ class QueuedPodInfo:
 # ---------------------------------------------------------------- helpers plugins share
 
 
+class ShapeEntry:
+    """One memoised value over every table row, with its per-row form (None: recomputed whole)."""
+
+    __slots__ = ("value", "per_row", "every")
+
+    def __init__(self, value: Any, per_row: Callable[[NodeInfo], Any] | None) -> None:
+        self.value = value
+        self.per_row = per_row
+        self.every: bool | None = None  # whether every row is True (filter masks), computed when asked
+
+
 class ShapeCache:
     """Memoises per-pod-shape, node-static results (e.g. a filter mask over all table rows).
 
     Pods of one workload share their selectors, tolerations and affinity; a mask that depends only on
-    that shape and on the node objects is computed once per (shape, node generation).
+    that shape and on the node objects is computed once per shape. When node objects change, an entry
+    with a per-row form (`per_row(node_info)`, the value of one row) recomputes only the rows of the
+    nodes that changed (`ClusterState.node_change_log`); others are dropped. A node added or removed
+    (rows renumbered) drops everything.
     """
 
     def __init__(self, limit: int = 4096) -> None:
-        self._data: dict[Hashable, Any] = {}
+        self._data: dict[Hashable, ShapeEntry] = {}
         self._generation = -1
+        self._cluster_id = -1
+        self._epoch = -1
+        self._log_pos = 0
         self._limit = limit
 
-    def get(self, cluster: ClusterState, key: Hashable, compute: Callable[[], Any]) -> Any:
-        if cluster.node_generation != self._generation or len(self._data) > self._limit:
+    def _catch_up(self, cluster: ClusterState) -> None:
+        if cluster.node_generation == self._generation and id(cluster) == self._cluster_id:
+            return
+        log = cluster.node_change_log
+        changed = sorted(set(log[self._log_pos:])) if cluster.node_change_epoch == self._epoch else []
+        if (id(cluster) != self._cluster_id or cluster.node_change_epoch != self._epoch
+                or len(self._data) > self._limit or 4 * len(changed) > cluster.num_nodes):
+            # Most nodes changed: computing the entries again when next asked costs no more.
             self._data.clear()
-            self._generation = cluster.node_generation
-        value = self._data.get(key)
-        if value is None:
-            value = compute()
-            self._data[key] = value
-        return value
+        else:
+            infos = cluster.node_infos
+            for key, e in list(self._data.items()):
+                per_row = e.per_row
+                if per_row is None:
+                    del self._data[key]
+                    continue
+                value = e.value
+                for r in changed:
+                    value[r] = per_row(infos[r])
+                e.every = None
+        self._generation = cluster.node_generation
+        self._cluster_id = id(cluster)
+        self._epoch = cluster.node_change_epoch
+        self._log_pos = len(log)
+
+    def peek(self, cluster: ClusterState, key: Hashable) -> Any:
+        """The value kept for `key` if it is still current, else None (computes nothing)."""
+        self._catch_up(cluster)
+        e = self._data.get(key)
+        return None if e is None else e.value
+
+    def entry(self, cluster: ClusterState, key: Hashable, compute: Callable[[], Any],
+              per_row: Callable[[NodeInfo], Any] | None = None) -> ShapeEntry:
+        self._catch_up(cluster)
+        e = self._data.get(key)
+        if e is None:
+            if len(self._data) >= self._limit:
+                self._data.clear()
+            e = self._data[key] = ShapeEntry(compute(), per_row)
+        return e
+
+    def get(self, cluster: ClusterState, key: Hashable, compute: Callable[[], Any],
+            per_row: Callable[[NodeInfo], Any] | None = None) -> Any:
+        """The value for `key`, computed by `compute()` (a vector over every row when `per_row` is given)."""
+        return self.entry(cluster, key, compute, per_row).value
+
+
+_ALL_PASS: dict[int, np.ndarray] = {}
+
+
+def all_pass(n: int) -> np.ndarray:
+    """A read-only all-True mask of length n that Filter plugins return when every row passes: the
+    framework recognises it (`is_all_pass`) and skips the conjunction."""
+    m = _ALL_PASS.get(n)
+    if m is None:
+        if len(_ALL_PASS) > 64:
+            _ALL_PASS.clear()
+        m = np.ones(n, dtype=bool)
+        m.flags.writeable = False
+        _ALL_PASS[n] = m
+    return m
+
+
+def is_all_pass(mask: np.ndarray) -> bool:
+    return _ALL_PASS.get(len(mask)) is mask
 
 
 def rows_of(node_infos: Iterable[NodeInfo]) -> np.ndarray:

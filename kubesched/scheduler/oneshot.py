@@ -6,8 +6,8 @@ import copy
 from datetime import datetime
 from typing import Any
 
-from kubesched.api.objects import parse_pod
-from kubesched.api.snapshot import iter_objects, load_snapshot, read_documents
+from kubesched.api.objects import Pod, parse_pod
+from kubesched.api.snapshot import Snapshot, iter_objects, load_snapshot, read_documents
 from kubesched.client.inprocess import InProcessAPIServer
 from kubesched.cluster.state import ClusterState
 from kubesched.config.scheduler_config import load_scheduler_config
@@ -33,10 +33,11 @@ class VirtualClock:
         self.t = max(self.t, t)
 
 
-def build_scheduler(snapshot: str, config: str | None, metrics: str | None, now: datetime, seed: int,
+def build_scheduler(snapshot: str | Snapshot, config: str | None, metrics: str | None, now: datetime, seed: int,
                     plugins: tuple[str, ...] = ()) -> tuple[Scheduler, VirtualClock]:
-    """A scheduler over a snapshot, acting through an in-process API server on a virtual clock."""
-    snap = load_snapshot(snapshot)
+    """A scheduler over a snapshot (a file, or one already loaded — the command line's has its workloads'
+    pods made), acting through an in-process API server on a virtual clock."""
+    snap = load_snapshot(snapshot) if isinstance(snapshot, str) else snapshot
     cfg = load_scheduler_config(config)
     registry = Registry()
     for spec in plugins:
@@ -91,19 +92,24 @@ def schedule_all(sched: Scheduler, clock: VirtualClock) -> dict[str, Any]:
     return {"placements": list(records.values())}
 
 
-def capacity(sched: Scheduler, template_path: str, max_limit: int = 0) -> dict[str, Any]:
+def capacity(sched: Scheduler, template: str | Pod, max_limit: int = 0) -> dict[str, Any]:
     """Schedule copies of a pod one after another until one does not fit (cluster-capacity).
 
-    Preemption is not run: capacity asks what fits beside the existing pods, not what could displace them.
+    `template` is a Pod (the command line makes one from a Pod or a workload's template) or a file holding one
+    Pod. Preemption is not run: capacity asks what fits beside the existing pods, not what could displace them.
     """
-    docs = list(iter_objects(read_documents(template_path), template_path))
-    pods = [d for d in docs if d.get("kind") == "Pod"]
-    if len(pods) != 1:
-        raise InputError(f"expected exactly one Pod, found {len(pods)}", file=template_path)
-    try:
-        template = parse_pod(pods[0])
-    except InputError as e:
-        raise e.located(file=template_path) from None
+    if max_limit < 0:
+        raise InputError(f"expected 0 (no limit) or a positive number of copies, got {max_limit}", field="--max")
+    template_path = template if isinstance(template, str) else "--pod-template"
+    if isinstance(template, str):
+        docs = list(iter_objects(read_documents(template), template))
+        pods = [d for d in docs if d.get("kind") == "Pod"]
+        if len(pods) != 1:
+            raise InputError(f"expected exactly one Pod, found {len(pods)}", file=template)
+        try:
+            template = parse_pod(pods[0])
+        except InputError as e:
+            raise e.located(file=template_path) from None
     fwk = sched.framework_for(template)
     if fwk is None:
         raise InputError(f"no profile has schedulerName {template.scheduler_name!r}", file=template_path,

@@ -6,6 +6,11 @@ for move it back (to backoffQ while its backoff lasts, else activeQ); pods left 
 `max_in_unschedulable` seconds (5 minutes) are flushed back; backoff starts at
 podInitialBackoffSeconds and doubles up to podMaxBackoffSeconds. Pods a PreEnqueue plugin rejects
 (scheduling gates) wait outside activeQ until an update lets them in.
+
+The unschedulable pods are also grouped by what rejected them (profile and rejecting plugins): a cluster
+event asks each group once whether it may help (the plugins' registered events) and moves only the
+pods of the groups it may help, in the order they became unschedulable — what walking every
+unschedulable pod would do, at the cost of the groups and the pods moved.
 """
 
 from __future__ import annotations
@@ -36,6 +41,11 @@ class SchedulingQueue:
         self.infos: dict[str, QueuedPodInfo] = {}
         self.where: dict[str, str] = {}  # pod key -> active | backoff | unschedulable | gated | inflight
         self.unschedulable_since: dict[str, float] = {}
+        # The unschedulable pool by (schedulerName, rejecting plugins): pod key -> when it joined (a counter).
+        self._groups: dict[tuple[str, frozenset[str]], dict[str, int]] = {}
+        self._group_of: dict[str, tuple[str, frozenset[str]]] = {}
+        self._joined = 0
+        self._interest: dict[tuple[tuple[str, frozenset[str]], str, str], bool] = {}
         self._seq = 0
         self.scheduling_cycle = 0
         self.move_request_cycle = -1
@@ -135,7 +145,29 @@ class SchedulingQueue:
     def delete(self, pod: Pod) -> None:
         self.infos.pop(pod.key, None)
         self.where.pop(pod.key, None)
-        self.unschedulable_since.pop(pod.key, None)
+        self._pool_remove(pod.key)
+
+    def _pool_add(self, qpi: QueuedPodInfo) -> None:
+        """The pod joins the unschedulable pool (at the end: insertion order is time order)."""
+        key = qpi.pod.key
+        self._pool_remove(key)
+        self.unschedulable_since[key] = qpi.timestamp
+        group = (qpi.pod.scheduler_name, frozenset(qpi.unschedulable_plugins))
+        self._joined += 1
+        members = self._groups.get(group)
+        if members is None:
+            members = self._groups[group] = {}
+        members[key] = self._joined
+        self._group_of[key] = group
+
+    def _pool_remove(self, key: str) -> None:
+        self.unschedulable_since.pop(key, None)
+        group = self._group_of.pop(key, None)
+        if group is not None:
+            members = self._groups[group]
+            members.pop(key, None)
+            if not members:
+                del self._groups[group]
 
     # ------------------------------------------------------------ popping
 
@@ -161,7 +193,7 @@ class SchedulingQueue:
             if qpi is not None:
                 self._move(qpi)
             else:
-                since_of.pop(key, None)
+                self._pool_remove(key)
 
     def pop(self) -> QueuedPodInfo | None:
         if self._backoff:
@@ -198,8 +230,7 @@ class SchedulingQueue:
             self._push_backoff(qpi)
             return
         self.where[key] = "unschedulable"
-        self.unschedulable_since.pop(key, None)  # keep insertion order = time order
-        self.unschedulable_since[key] = qpi.timestamp
+        self._pool_add(qpi)
 
     def activate(self, pods: dict[str, Pod]) -> None:
         """Activate: pods in the unschedulable pool or backoffQ move to activeQ at once (backoff ignored).
@@ -215,7 +246,7 @@ class SchedulingQueue:
                 continue
             if where != "gated" and qpi.attempts and qpi.timestamp >= now:
                 continue
-            self.unschedulable_since.pop(key, None)
+            self._pool_remove(key)
             if where == "gated":
                 self._enqueue_new(qpi)
             else:
@@ -225,7 +256,7 @@ class SchedulingQueue:
 
     def _move(self, qpi: QueuedPodInfo) -> None:
         key = qpi.pod.key
-        self.unschedulable_since.pop(key, None)
+        self._pool_remove(key)
         if self.is_backing_off(qpi):
             self._push_backoff(qpi)
         else:
@@ -237,22 +268,34 @@ class SchedulingQueue:
         self.move_request_cycle = self.scheduling_cycle
         if not self.unschedulable_since:
             return
-        # unschedulable_since holds exactly the pods in the unschedulable pool.
-        for key in list(self.unschedulable_since):
-            if key == exclude:
-                continue
-            qpi = self.infos[key]
-            fwk = self.frameworks.get(qpi.pod.scheduler_name)
-            if fwk is None:
-                continue
-            if self._interested(fwk, qpi, resource, action):
-                self._move(qpi)
+        moving: list[tuple[str, int]] = []
+        groups = 0
+        for group, members in self._groups.items():
+            if self._group_interested(group, resource, action):
+                moving.extend(members.items())
+                groups += 1
+        if groups > 1:
+            moving.sort(key=lambda kv: kv[1])  # the order the pods became unschedulable
+        infos = self.infos
+        for key, _ in moving:
+            if key != exclude:
+                self._move(infos[key])
+
+    def _group_interested(self, group: tuple[str, frozenset[str]], resource: str, action: str) -> bool:
+        """Whether the event may help pods that these plugins rejected (asked once per group and event)."""
+        k = (group, resource, action)
+        ok = self._interest.get(k)
+        if ok is None:
+            fwk = self.frameworks.get(group[0])
+            ok = fwk is not None and self._interested(fwk, group[1], resource, action)
+            self._interest[k] = ok
+        return ok
 
     @staticmethod
-    def _interested(fwk: Framework, qpi: QueuedPodInfo, resource: str, action: str) -> bool:
-        if not qpi.unschedulable_plugins:
+    def _interested(fwk: Framework, plugins: frozenset[str] | set[str], resource: str, action: str) -> bool:
+        if not plugins:
             return True
-        for name in qpi.unschedulable_plugins:
+        for name in plugins:
             pl = fwk.plugins.get(name)
             if pl is None:
                 return True

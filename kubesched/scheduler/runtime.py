@@ -40,6 +40,7 @@ from kubesched.scheduler.framework import (
     ReservePlugin,
     ScorePlugin,
     Status,
+    is_all_pass,
 )
 from kubesched.scheduler.registry import Registry
 
@@ -175,7 +176,7 @@ class Framework:
                 if st.code is Code.SKIP:
                     state.skip_filter_plugins.add(pl.name)
                     continue
-            st.with_plugin(pl.name)
+            st = st.with_plugin(pl.name)
             if statuses is not None:
                 statuses[pl.name] = st
             if st.is_skip:
@@ -218,11 +219,13 @@ class Framework:
                     m[i] = pl.filter(state, pod, infos[rows[i]]).is_success
             if per_plugin is not None:
                 per_plugin[pl.name] = m
+            elif is_all_pass(m):
+                continue
             if mask is None:
                 mask = m.copy()  # a plugin's mask may be cached: never write into it
             else:
                 mask &= m
-        return mask if mask is not None else np.ones(len(rows), dtype=bool)
+        return mask if mask is not None else np.ones(len(rows), dtype=bool)  # callers may write into it
 
     def run_filter_plugins(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
         """RunFilterPlugins on one node: the first rejecting plugin's status (per-node form)."""
@@ -313,7 +316,7 @@ class Framework:
         last = Status(Code.UNSCHEDULABLE)
         for pl in self.post_filter:
             res, st = pl.post_filter(state, pod, statuses)
-            st.with_plugin(pl.name)
+            st = st.with_plugin(pl.name)
             if st.is_success:
                 return res, st
             if st.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
@@ -341,7 +344,7 @@ class Framework:
                 if st.code is Code.SKIP:
                     state.skip_score_plugins.add(pl.name)
                     continue
-            st.with_plugin(pl.name)
+            st = st.with_plugin(pl.name)
             if statuses is not None:
                 statuses[pl.name] = st
             if st.is_skip:

@@ -122,6 +122,9 @@ class Scheduler:
         self.queue = SchedulingQueue(self.frameworks, self.clock, self.config.pod_initial_backoff_seconds,
                                      self.config.pod_max_backoff_seconds)
         self.next_start_node_index = 0
+        # node_order() and each row's position in it (for PreFilterResult's named nodes).
+        self._order_of: np.ndarray | None = None
+        self._position = np.zeros(0, dtype=np.int64)
         cluster.subscribe(self._on_event)
         self.enqueue_pending()
 
@@ -251,16 +254,17 @@ class Scheduler:
                     return rows, 1
 
         rows = all_rows
+        names: set[str] | None = None
         if not pre_res.all_nodes():
+            # Only the nodes PreFilter named (and that exist) are evaluated, in node order; the others get
+            # one status (upstream's SetAbsentNodesStatus), written only if the pod fits nowhere, since
+            # nothing reads it otherwise.
             names = pre_res.node_names or set()
-            rows = np.array([r for r in all_rows if cluster.node_infos[r].name in names], dtype=np.int64)
-            for info in cluster.node_infos:
-                if info.name not in names:
-                    diagnosis.node_to_status[info.name] = Status(
-                        Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ["node(s) didn't satisfy plugin(s) "
-                                                             f"[{', '.join(self._prefilter_result_plugins(state))}]"])
+            rows = self._rows_named(names)
         n = len(rows)
         if n == 0:
+            if names is not None:
+                self._record_absent(state, names, diagnosis)
             return rows, 0
         to_find = self.num_feasible_nodes_to_find(fwk, n)
         start = self.next_start_node_index % n
@@ -302,8 +306,36 @@ class Scheduler:
                 # node by node (the per-node forms) would cost more than the whole vectorised cycle.
                 diagnosis.unresolved_failed_rows = failed
             else:
+                if names is not None:
+                    self._record_absent(state, names, diagnosis)
                 self._record_failures(fwk, state, pod, failed, diagnosis)
+        elif not len(feasible) and names is not None:
+            self._record_absent(state, names, diagnosis)
         return feasible, processed
+
+    def _rows_named(self, names: set[str]) -> np.ndarray:
+        """The rows of the nodes named (those that exist), in node order (`node_order`)."""
+        cluster = self.cluster
+        order = cluster.node_order()
+        if self._order_of is not order:
+            pos = np.empty(len(order), dtype=np.int64)
+            pos[order] = np.arange(len(order), dtype=np.int64)
+            self._order_of, self._position = order, pos
+        by_name = cluster.node_info_by_name
+        found = [by_name[name].index for name in names if name in by_name]
+        rows = np.array(found, dtype=np.int64)
+        if len(rows) > 1:
+            rows = rows[np.argsort(self._position[rows], kind="stable")]
+        return rows
+
+    def _record_absent(self, state: CycleState, names: set[str], diagnosis: Diagnosis) -> None:
+        """The status of every node PreFilter did not name (written before the evaluated nodes' statuses)."""
+        # Go's %v of a string slice: "[A B]".
+        reason = f"node(s) didn't satisfy plugin(s) [{' '.join(self._prefilter_result_plugins(state))}]"
+        statuses = diagnosis.node_to_status
+        for info in self.cluster.node_infos:
+            if info.name not in names:
+                statuses[info.name] = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, [reason])
 
     def _record_failures(self, fwk: Framework, state: CycleState, pod: Pod, failed: np.ndarray,
                          diagnosis: Diagnosis) -> None:

@@ -61,7 +61,7 @@ class ControllerManager:
         wl = owner.workload if owner is not None else (workload or identity)
         sp = self.sim.pods.register(pod, owner, identity, ordinal, replaces, wl)
         if owner is not None:
-            owner.pods[sp.key] = sp
+            owner.own(sp)
         if node:
             self.start_bound(sp)
         return sp
@@ -182,7 +182,7 @@ class ControllerManager:
                 owner.adopt(sp)
             sim.cluster.add(p)
             if p.node_name and not p.is_terminal:
-                sp.node = p.node_name
+                sim.pods.set_node(sp, p.node_name)
                 sp.bound_at = 0.0
                 sim.push(0.0, ORDER_POD, start_pod, sp, sp.serial)
         for c in snap_ctrl.values():

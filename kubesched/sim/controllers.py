@@ -24,6 +24,7 @@ from __future__ import annotations
 import copy
 import heapq
 import json
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kubesched.api.hashing import stable_hash64
@@ -53,6 +54,144 @@ def _owner_ref(kind: str, name: str, uid: str) -> dict[str, Any]:
             "blockOwnerDeletion": True}
 
 
+def _map_at(parent: dict[str, Any], key: str) -> dict[str, Any]:
+    """parent[key] as a map, made one when it is missing or null (`labels: null` is an empty map to the API)."""
+    v = parent.get(key)
+    if not isinstance(v, dict):
+        v = {}
+        parent[key] = v
+    return v
+
+
+def owned_pod(template: dict[str, Any], namespace: str, owner_kind: str, owner_name: str,
+              owner_uid: str) -> dict[str, Any]:
+    """A ReplicaSet's pod from its template: a shallow copy with generateName `<owner>-`, namespace and owner set
+    (the API server makes the name)."""
+    raw = dict(template)
+    meta = dict(raw.get("metadata") or {})
+    raw["metadata"] = meta
+    meta.pop("name", None)
+    meta["generateName"] = f"{owner_name}-"
+    meta["namespace"] = namespace
+    meta["ownerReferences"] = [_owner_ref(owner_kind, owner_name, owner_uid)]
+    raw["kind"] = "Pod"
+    return raw
+
+
+def deployment_replicaset(obj: dict[str, Any], name: str, namespace: str, uid: str) -> dict[str, Any]:
+    """The ReplicaSet a Deployment's controller makes for its template: <deployment>-<pod-template-hash>."""
+    spec = obj["spec"]
+    template = copy.deepcopy(spec["template"])
+    h = template_hash(template)
+    _map_at(_map_at(template, "metadata"), "labels")["pod-template-hash"] = h
+    selector = copy.deepcopy(spec["selector"])
+    _map_at(selector, "matchLabels")["pod-template-hash"] = h
+    return {"apiVersion": "apps/v1", "kind": "ReplicaSet",
+            "metadata": {"name": f"{name}-{h}", "namespace": namespace,
+                         "labels": dict(template["metadata"]["labels"]),
+                         "ownerReferences": [_owner_ref("Deployment", name, uid)]},
+            "spec": {"replicas": spec.get("replicas", 1), "selector": selector, "template": template}}
+
+
+def statefulset_revision(name: str, template: dict[str, Any]) -> str:
+    return f"{name}-{template_hash(template)}"
+
+
+def statefulset_pod(template: dict[str, Any], set_name: str, namespace: str, uid: str, ordinal: int,
+                    revision: str) -> dict[str, Any]:
+    """newVersionedStatefulSetPod: <set>-<ordinal>, with the identity labels and hostname."""
+    raw = copy.deepcopy(template)
+    meta = _map_at(raw, "metadata")
+    name = f"{set_name}-{ordinal}"
+    meta["name"] = name
+    meta["namespace"] = namespace
+    labels = _map_at(meta, "labels")
+    labels["statefulset.kubernetes.io/pod-name"] = name
+    labels["apps.kubernetes.io/pod-index"] = str(ordinal)
+    labels["controller-revision-hash"] = revision
+    meta["ownerReferences"] = [_owner_ref("StatefulSet", set_name, uid)]
+    raw["kind"] = "Pod"
+    _map_at(raw, "spec")["hostname"] = name
+    return raw
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonTemplate:
+    """A DaemonSet's pod template with the tolerations its controller adds, and what decides its nodes."""
+
+    template: dict[str, Any]
+    tolerations: tuple[Toleration, ...]
+    node_selector: dict[str, str]
+    affinity: Any
+    revision: str
+
+    @classmethod
+    def of(cls, obj: dict[str, Any]) -> DaemonTemplate:
+        spec = obj.get("spec") or {}
+        template = copy.deepcopy(spec.get("template") or {})
+        pspec = _map_at(template, "spec")
+        tols = list(pspec.get("tolerations") or [])
+        wanted = list(DAEMON_TOLERATIONS)
+        if pspec.get("hostNetwork"):
+            wanted.append(("node.kubernetes.io/network-unavailable", "NoSchedule"))
+        for key, effect in wanted:
+            if not any(isinstance(t, dict) and t.get("key") == key and t.get("effect") == effect for t in tols):
+                tols.append({"key": key, "operator": "Exists", "effect": effect})
+        pspec["tolerations"] = tols
+        tolerations = tuple(parse_toleration(t, f"spec.template.spec.tolerations[{i}]") for i, t in enumerate(tols))
+        node_selector = {str(k): str(v) for k, v in (pspec.get("nodeSelector") or {}).items()}
+        affinity = parse_affinity(pspec.get("affinity"), "spec.template.spec.affinity")
+        return cls(template, tolerations, node_selector, affinity, template_hash(template))
+
+    def should_run(self, node: Node) -> bool:
+        """NodeShouldRunDaemonPod: node selector, required node affinity, NoSchedule/NoExecute taints."""
+        labels = node.labels
+        if any(labels.get(k) != v for k, v in self.node_selector.items()):
+            return False
+        req = self.affinity.node_required
+        if req is not None and not req.matches(labels, node.name):
+            return False
+        for taint in node.taints:
+            if taint.effect in ("NoSchedule", "NoExecute") and not _tolerated(self.tolerations, taint):
+                return False
+        return True
+
+    def pod(self, set_name: str, namespace: str, uid: str, node: str) -> dict[str, Any]:
+        """A daemon pod bound to `node` by a node-name affinity (ReplaceDaemonSetPodNodeNameNodeAffinity)."""
+        raw = copy.deepcopy(self.template)
+        meta = _map_at(raw, "metadata")
+        meta.pop("name", None)
+        meta["generateName"] = f"{set_name}-"
+        meta["namespace"] = namespace
+        _map_at(meta, "labels")["controller-revision-hash"] = self.revision
+        meta["ownerReferences"] = [_owner_ref("DaemonSet", set_name, uid)]
+        raw["kind"] = "Pod"
+        pspec = _map_at(raw, "spec")
+        aff = _map_at(_map_at(pspec, "affinity"), "nodeAffinity")
+        aff["requiredDuringSchedulingIgnoredDuringExecution"] = {"nodeSelectorTerms": [
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}
+        return raw
+
+
+def job_labels(name: str, uid: str) -> dict[str, str]:
+    return {"batch.kubernetes.io/controller-uid": uid, "batch.kubernetes.io/job-name": name,
+            "controller-uid": uid, "job-name": name}
+
+
+def job_pod(template: dict[str, Any], job_name: str, namespace: str, uid: str) -> dict[str, Any]:
+    """A Job's pod: the template with the job's labels (a shallow copy, like a ReplicaSet's pod)."""
+    raw = dict(template)
+    meta = dict(raw.get("metadata") or {})
+    raw["metadata"] = meta
+    meta.pop("name", None)
+    meta["generateName"] = f"{job_name}-"
+    meta["namespace"] = namespace
+    meta["labels"] = {**(meta.get("labels") or {}), **job_labels(job_name, uid)}
+    meta["ownerReferences"] = [_owner_ref("Job", job_name, uid)]
+    raw["kind"] = "Pod"
+    return raw
+
+
 class Controller:
     """Common bookkeeping: the pods a controller owns and the ordinals they hold."""
 
@@ -67,7 +206,10 @@ class Controller:
         self.uid = str(meta.get("uid") or manager.new_uid(f"{self.kind}/{self.namespace}/{self.name}"))
         self.key = f"{self.kind}/{self.namespace}/{self.name}"
         self.workload = workload
+        # The pods it owns (change through own/disown), and those of them that are active (neither
+        # terminating nor terminal): kept in step by `pod_state_changed`, so counting them costs nothing.
         self.pods: dict[str, SimPod] = {}
+        self._active: dict[str, SimPod] = {}
         self._free: list[int] = []
         self._free_from: dict[int, str] = {}
         self._next_ordinal = 0
@@ -97,10 +239,31 @@ class Controller:
     # ------------------------------------------------------------ pod events (from the controller manager)
 
     def active(self) -> list[SimPod]:
-        return [p for p in self.pods.values() if not p.terminating and p.phase not in ("Succeeded", "Failed")]
+        """The active pods, in the order they were first owned."""
+        return [p for p in self.pods.values() if _is_active(p)]
+
+    def active_count(self) -> int:
+        """len(self.active()), from the index."""
+        return len(self._active)
+
+    def own(self, sp: SimPod) -> None:
+        self.pods[sp.key] = sp
+        self.pod_state_changed(sp)
+
+    def disown(self, key: str) -> None:
+        self.pods.pop(key, None)
+        self._active.pop(key, None)
+
+    def pod_state_changed(self, sp: SimPod) -> None:
+        """The registry changed the pod's phase or terminating mark (or the controller took it)."""
+        key = sp.key
+        if _is_active(sp) and self.pods.get(key) is sp:
+            self._active[key] = sp
+        elif self._active.get(key) is sp:
+            del self._active[key]
 
     def adopt(self, sp: SimPod) -> None:
-        self.pods[sp.key] = sp
+        self.own(sp)
         self.hold_ordinal(sp.ordinal)
 
     def pod_terminating(self, sp: SimPod) -> None:
@@ -114,7 +277,7 @@ class Controller:
 
     def pod_gone(self, sp: SimPod) -> None:
         """The pod object was deleted."""
-        self.pods.pop(sp.key, None)
+        self.disown(sp.key)
 
     def pod_running(self, sp: SimPod) -> None:
         """The pod started running."""
@@ -147,23 +310,15 @@ class ReplicaSetController(Controller):
     def _new_pod(self, replaces_hint: str | None = None) -> None:
         ordinal, freed_by = self.take_ordinal()
         # A shallow copy: the API server deep-copies the template the first time and clones its pod afterwards.
-        raw = dict(self.template)
-        meta = dict(raw.get("metadata") or {})
-        raw["metadata"] = meta
-        meta.pop("name", None)
-        meta["generateName"] = f"{self.name}-"
-        meta["namespace"] = self.namespace
-        meta["ownerReferences"] = [_owner_ref(self.kind, self.name, self.uid)]
-        raw["kind"] = "Pod"
+        raw = owned_pod(self.template, self.namespace, self.kind, self.name, self.uid)
         self.manager.create_pod(raw, self, self.identity(ordinal), ordinal, freed_by or replaces_hint)
 
     def reconcile(self) -> None:
-        active = self.active()
-        diff = self.replicas - len(active)
+        diff = self.replicas - self.active_count()
         for _ in range(diff):
             self._new_pod()
         if diff < 0:
-            for sp in rank_for_deletion(active)[: -diff]:
+            for sp in rank_for_deletion(self.active())[: -diff]:
                 self.manager.delete_pod(sp, component="controller", reason="ScaleDown", grace=None)
 
     def start(self) -> None:
@@ -189,6 +344,10 @@ class ReplicaSetController(Controller):
             self.reconcile()
 
 
+def _is_active(p: SimPod) -> bool:
+    return not p.terminating and p.phase not in ("Succeeded", "Failed")
+
+
 def rank_for_deletion(pods: list[SimPod]) -> list[SimPod]:
     """ActivePodsWithRanks, simplified: the pods a ReplicaSet deletes first come first."""
     per_node: dict[str, int] = {}
@@ -209,17 +368,7 @@ class DeploymentController(Controller):
 
     def __init__(self, manager: ControllerManager, obj: dict[str, Any], workload: str) -> None:
         super().__init__(manager, obj, workload)
-        spec = obj["spec"]
-        template = copy.deepcopy(spec["template"])
-        h = template_hash(template)
-        template.setdefault("metadata", {}).setdefault("labels", {})["pod-template-hash"] = h
-        selector = copy.deepcopy(spec["selector"])
-        selector.setdefault("matchLabels", {})["pod-template-hash"] = h
-        rs = {"apiVersion": "apps/v1", "kind": "ReplicaSet",
-              "metadata": {"name": f"{self.name}-{h}", "namespace": self.namespace,
-                           "labels": dict(template["metadata"]["labels"]),
-                           "ownerReferences": [_owner_ref("Deployment", self.name, self.uid)]},
-              "spec": {"replicas": spec.get("replicas", 1), "selector": selector, "template": template}}
+        rs = deployment_replicaset(obj, self.name, self.namespace, self.uid)
         self.rs = ReplicaSetController(manager, rs, workload)
         self.rs_object = rs
 
@@ -242,23 +391,12 @@ class StatefulSetController(Controller):
         self.replicas = int(spec.get("replicas", 1) if spec.get("replicas") is not None else 1)
         self.template = spec.get("template") or {}
         self.ordered = (spec.get("podManagementPolicy") or "OrderedReady") == "OrderedReady"
-        self.revision = f"{self.name}-{template_hash(self.template)}"
+        self.revision = statefulset_revision(self.name, self.template)
         self.by_ordinal: dict[int, SimPod] = {}
         self.last_gone: dict[int, str] = {}
 
     def _create(self, ordinal: int) -> None:
-        raw = copy.deepcopy(self.template)
-        meta = raw.setdefault("metadata", {})
-        name = f"{self.name}-{ordinal}"
-        meta["name"] = name
-        meta["namespace"] = self.namespace
-        labels = meta.setdefault("labels", {})
-        labels["statefulset.kubernetes.io/pod-name"] = name
-        labels["apps.kubernetes.io/pod-index"] = str(ordinal)
-        labels["controller-revision-hash"] = self.revision
-        meta["ownerReferences"] = [_owner_ref(self.kind, self.name, self.uid)]
-        raw["kind"] = "Pod"
-        raw.setdefault("spec", {})["hostname"] = name
+        raw = statefulset_pod(self.template, self.name, self.namespace, self.uid, ordinal, self.revision)
         sp = self.manager.create_pod(raw, self, self.identity(ordinal), ordinal, self.last_gone.pop(ordinal, None))
         self.by_ordinal[ordinal] = sp
 
@@ -323,51 +461,15 @@ class DaemonSetController(Controller):
 
     def __init__(self, manager: ControllerManager, obj: dict[str, Any], workload: str) -> None:
         super().__init__(manager, obj, workload)
-        spec = obj.get("spec") or {}
-        template = copy.deepcopy(spec.get("template") or {})
-        pspec = template.setdefault("spec", {})
-        tols = list(pspec.get("tolerations") or [])
-        wanted = list(DAEMON_TOLERATIONS)
-        if pspec.get("hostNetwork"):
-            wanted.append(("node.kubernetes.io/network-unavailable", "NoSchedule"))
-        for key, effect in wanted:
-            if not any(isinstance(t, dict) and t.get("key") == key and t.get("effect") == effect for t in tols):
-                tols.append({"key": key, "operator": "Exists", "effect": effect})
-        pspec["tolerations"] = tols
-        self.template = template
-        self.tolerations: tuple[Toleration, ...] = tuple(parse_toleration(t, "tolerations") for t in tols)
-        self.node_selector = {str(k): str(v) for k, v in (pspec.get("nodeSelector") or {}).items()}
-        self.affinity = parse_affinity(pspec.get("affinity"), "spec.template.spec.affinity")
+        self.daemon = DaemonTemplate.of(obj)
+        self.template = self.daemon.template
         self.by_node: dict[str, SimPod] = {}
-        self.revision = template_hash(template)
 
     def should_run(self, node: Node) -> bool:
-        """NodeShouldRunDaemonPod: node selector, required node affinity, NoSchedule/NoExecute taints."""
-        labels = node.labels
-        if any(labels.get(k) != v for k, v in self.node_selector.items()):
-            return False
-        req = self.affinity.node_required
-        if req is not None and not req.matches(labels, node.name):
-            return False
-        for taint in node.taints:
-            if taint.effect in ("NoSchedule", "NoExecute") and not _tolerated(self.tolerations, taint):
-                return False
-        return True
+        return self.daemon.should_run(node)
 
     def _create(self, node: str) -> None:
-        raw = copy.deepcopy(self.template)
-        meta = raw.setdefault("metadata", {})
-        meta.pop("name", None)
-        meta["generateName"] = f"{self.name}-"
-        meta["namespace"] = self.namespace
-        meta.setdefault("labels", {})["controller-revision-hash"] = self.revision
-        meta["ownerReferences"] = [_owner_ref(self.kind, self.name, self.uid)]
-        raw["kind"] = "Pod"
-        pspec = raw.setdefault("spec", {})
-        # ReplaceDaemonSetPodNodeNameNodeAffinity: the pod may only land on its node.
-        aff = pspec.setdefault("affinity", {}).setdefault("nodeAffinity", {})
-        aff["requiredDuringSchedulingIgnoredDuringExecution"] = {"nodeSelectorTerms": [
-            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}
+        raw = self.daemon.pod(self.name, self.namespace, self.uid, node)
         prev = self.by_node.get(node)
         sp = self.manager.create_pod(raw, self, f"{self.workload}@{node}", -1, prev.key if prev is not None else None)
         self.by_node[node] = sp
@@ -382,7 +484,7 @@ class DaemonSetController(Controller):
                 self.manager.delete_pod(cur, component="controller", reason="NodeNotEligible", grace=None)
 
     def adopt(self, sp: SimPod) -> None:
-        self.pods[sp.key] = sp
+        self.own(sp)
         if sp.node:
             self.by_node[sp.node] = sp
 
@@ -431,20 +533,11 @@ class JobController(Controller):
         self.succeeded = 0
         self.failed = 0
         self.finished = ""
-        self.job_labels = {"batch.kubernetes.io/controller-uid": self.uid, "batch.kubernetes.io/job-name": self.name,
-                           "controller-uid": self.uid, "job-name": self.name}
+        self.job_labels = job_labels(self.name, self.uid)
 
     def _create(self) -> None:
         ordinal, freed_by = self.take_ordinal()
-        raw = dict(self.template)
-        meta = dict(raw.get("metadata") or {})
-        raw["metadata"] = meta
-        meta.pop("name", None)
-        meta["generateName"] = f"{self.name}-"
-        meta["namespace"] = self.namespace
-        meta["labels"] = {**(meta.get("labels") or {}), **self.job_labels}
-        meta["ownerReferences"] = [_owner_ref(self.kind, self.name, self.uid)]
-        raw["kind"] = "Pod"
+        raw = job_pod(self.template, self.name, self.namespace, self.uid)
         sp = self.manager.create_pod(raw, self, self.identity(ordinal), ordinal, freed_by)
         sp.run_seconds = self.run_seconds
 
@@ -461,7 +554,7 @@ class JobController(Controller):
             for sp in self.active():
                 self.manager.delete_pod(sp, component="controller", reason="BackoffLimitExceeded", grace=None)
             return
-        active = len(self.active())
+        active = self.active_count()
         want = self.parallelism
         if self.completions is not None:
             want = min(want, self.completions - self.succeeded)
@@ -514,7 +607,7 @@ class BarePodController(Controller):
 
     def start(self) -> None:
         raw = copy.deepcopy(self.obj)
-        raw.setdefault("metadata", {})["namespace"] = self.namespace
+        _map_at(raw, "metadata")["namespace"] = self.namespace
         self.manager.create_pod(raw, self, self.workload, 0, None)
 
 
@@ -551,7 +644,7 @@ class ImplicitController(Controller):
         meta["namespace"] = self.namespace
         raw["kind"] = "Pod"
         if self.daemon and replaces.node:
-            aff = raw["spec"].setdefault("affinity", {}).setdefault("nodeAffinity", {})
+            aff = _map_at(_map_at(raw["spec"], "affinity"), "nodeAffinity")
             aff["requiredDuringSchedulingIgnoredDuringExecution"] = {"nodeSelectorTerms": [
                 {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [replaces.node]}]}]}
         self.manager.create_pod(raw, self, replaces.identity, replaces.ordinal, replaces.key)

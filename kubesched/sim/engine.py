@@ -198,7 +198,8 @@ class Engine:
 
     def _start_bound(self, sp: SimPod) -> None:
         """A pod created bound (spec.nodeName): its kubelet starts it after the startup delay."""
-        sp.node, sp.bound_at = sp.pod.node_name, self.t
+        self.pods.set_node(sp, sp.pod.node_name)
+        sp.bound_at = self.t
         self.push(self.t + self.s.startup_delay, ORDER_POD, self.kubelets.start_pod, sp, sp.serial)
 
     # ------------------------------------------------------------ scenario events

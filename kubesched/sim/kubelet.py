@@ -18,10 +18,10 @@ Per node, as the kubelet does it:
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
 
 import numpy as np
 
+from kubesched.client.simulated import rfc3339
 from kubesched.cluster.events import Cause, Event, EventType
 from kubesched.kubelet.kubelet_config import KubeletEvictionConfig
 from kubesched.kubelet.manager import EvictionManager
@@ -36,16 +36,15 @@ CRASH_LOOP_INITIAL = 10.0
 CRASH_LOOP_MAX = 300.0
 
 
-def rfc3339(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 class Kubelets:
     def __init__(self, sim: Sim, usage: ResourceUsage, config: KubeletEvictionConfig) -> None:
         self.sim = sim
         self.usage = usage
         self.config = config
         self.managers: dict[str, EvictionManager] = {}
+        # Nodes whose eviction manager holds state (conditions, thresholds observed or met): synced every
+        # housekeeping whatever their usage, without walking every manager.
+        self._engaged: set[str] = set()
         self._killing: set[str] = set()
         # Set by the wiring: where pressure conditions go (the node lifecycle controller).
         self.on_conditions = lambda name, conditions: None
@@ -193,6 +192,7 @@ class Kubelets:
     def node_removed(self, ev: Event) -> None:
         if ev.kind == "Node" and ev.type is EventType.DELETED:
             self.managers.pop(ev.obj.name, None)
+            self._engaged.discard(ev.obj.name)
 
     def tick(self) -> None:
         u = self.usage
@@ -203,9 +203,9 @@ class Kubelets:
         avail = u.col("cap_mem") - ws
         alloc_avail = u.col("alloc_mem") - u.col("mem")
         look = ((avail < u.col("thr_mem")) | (alloc_avail < u.col("thr_alloc"))) & present
-        for name, mgr in self.managers.items():
+        for name in self._engaged:
             nid = u.node_ids[name]
-            if nid < n and (mgr.node_conditions or mgr.thresholds_first_observed_at or mgr.thresholds_met):
+            if nid < n:
                 look[nid] = present[nid]
         for row in np.flatnonzero(look):
             self._sync(int(row))
@@ -245,6 +245,10 @@ class Kubelets:
                           pods=tuple(pods_stats))
         before = list(mgr.node_conditions)
         result = mgr.synchronize(now, summary, pods, node)
+        if mgr.node_conditions or mgr.thresholds_first_observed_at or mgr.thresholds_met:
+            self._engaged.add(name)
+        else:
+            self._engaged.discard(name)
         if list(result.conditions) != before:
             self.on_conditions(name, list(result.conditions))
             self.sim.rec.event(self.sim.t, "nodeConditions", node=name, conditions=list(result.conditions))

@@ -329,10 +329,12 @@ class MetricsDriver:
 
     def metrics_collector(self) -> MetricsCollector:
         u = self.usage
-        present = u.nodes["present"]
-        nodes = {name: {"cpu": int(self.ema_cpu[nid]), "memory": int(self.ema_mem[nid])}
-                 for name, nid in u.node_ids.items()
-                 if present[nid] and nid < len(self.ema_seen) and self.ema_seen[nid]}
+        m = len(self.ema_seen)
+        # Python ints, truncated toward zero as int() does, converted in one pass.
+        ok = (u.nodes["present"][:m] & self.ema_seen).tolist()
+        cpu = self.ema_cpu.astype(np.int64).tolist()
+        mem = self.ema_mem.astype(np.int64).tolist()
+        nodes = {name: {"cpu": cpu[nid], "memory": mem[nid]} for name, nid in u.node_ids.items() if nid < m and ok[nid]}
         view = self.pipeline.node_view(self.spec.metrics_server, self.sim.t)
         pods = self.sim.pods
 

@@ -111,7 +111,7 @@ class NodeLifecycle:
             self.cordon(name, True)
         self.sync_pdbs()
         left = False
-        for sp in sorted((p for p in sim.pods.values() if p.node == name and not p.terminating
+        for sp in sorted((p for p in sim.pods.on_node(name) if not p.terminating
                           and p.phase not in ("Succeeded", "Failed")), key=lambda p: p.key):
             ref = sp.pod.controller_ref()
             if ref is not None and ref.kind == "DaemonSet":

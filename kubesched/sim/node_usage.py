@@ -23,7 +23,7 @@ import numpy as np
 
 from kubesched.api.objects import Node, Pod
 from kubesched.api.quantity import parse_quantity
-from kubesched.api.resources import pod_limits, scheduler_request
+from kubesched.api.resources import memo_by_shape, pod_limits, scheduler_request
 from kubesched.cluster.events import Event, EventType
 from kubesched.kubelet.kubelet_config import KubeletEvictionConfig
 from kubesched.sim.context import Sim
@@ -80,6 +80,12 @@ class ResourceUsage:
         self.slots = Columns(_SLOT_COLUMNS, 1024)
         self.slot_pod: list[SimPod | None] = [None] * self.slots.cap
         self._free_slots: list[int] = list(range(self.slots.cap - 1, -1, -1))
+        # Live slots by node id (the `node` and `live` columns, indexed): a kubelet reads its node's pods only.
+        self._slots_on: dict[int, set[int]] = {}
+        # Bumped when a slot is taken or given back; the live slots, their usage rows and nodes are kept
+        # for the version they were gathered at.
+        self._slots_version = 0
+        self._live: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None = None
         self.dirty = True
         self.version = 0
         # Usage identities.
@@ -187,13 +193,11 @@ class ResourceUsage:
         s["node"][slot] = nid
         s["serial"][slot] = sp.serial
         s["live"][slot] = True
+        self._slots_on.setdefault(nid, set()).add(slot)
+        self._slots_version += 1
         s["down"][slot] = -1.0
-        lim = sp.pod.cache.get("sim_limits")
-        if lim is None:
-            limits = pod_limits(sp.pod)
-            lim = (float(limits["cpu"] * 1000) if "cpu" in limits else np.inf,
-                   float(limits["memory"]) if "memory" in limits else np.inf)
-            sp.pod.cache["sim_limits"] = lim
+        # Limits depend on the pod's resources only: once per pod shape (exact arithmetic is slow).
+        lim = memo_by_shape(sp.pod, "sim_limits", lambda: _limits(sp.pod))
         s["lim_cpu"][slot], s["lim_mem"][slot] = lim
         row = sp.usage_row
         if row >= 0:
@@ -210,8 +214,12 @@ class ResourceUsage:
         if slot < 0:
             return
         s = self.slots
+        on = self._slots_on.get(int(s["node"][slot]))
+        if on is not None:
+            on.discard(slot)
         s["live"][slot] = False
         s["node"][slot] = -1
+        self._slots_version += 1
         s["serial"][slot] = -1
         self.slot_pod[slot] = None
         s["cpu"][slot] = s["mem"][slot] = 0.0
@@ -220,8 +228,8 @@ class ResourceUsage:
         self.dirty = True
 
     def live_slots_on(self, nid: int) -> list[int]:
-        s = self.slots
-        return [int(x) for x in np.flatnonzero(s["live"] & (s["node"] == nid))]
+        """The live slots on a node, in slot order."""
+        return sorted(self._slots_on.get(nid, ()))
 
     def running_pods(self) -> list[tuple[str, str, int, int]]:
         """(pod key, node, slot, serial) of every pod holding a slot."""
@@ -366,8 +374,7 @@ class ResourceUsage:
             self.table.evaluate(self.sim.t, np.unique(np.array(self._fresh_rows, dtype=np.int64)))
             self._fresh_rows = []
         s = self.slots
-        live = np.flatnonzero(s["live"])
-        rows = s["row"][live]
+        live, rows, _ = self._live_slots()
         cpu = np.minimum(self.table.values("cpu")[rows], s["lim_cpu"][live])
         mem = self.table.values("memory")[rows].copy()
         down = s["down"][live] > self.sim.t
@@ -377,14 +384,28 @@ class ResourceUsage:
         s["mem"][live] = mem
         return live, down
 
+    def _live_slots(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The live slots (ascending), their usage rows and their nodes, gathered once per slot change."""
+        c = self._live
+        if c is None or c[0] != self._slots_version:
+            s = self.slots
+            live = np.flatnonzero(s["live"])
+            c = self._live = (self._slots_version, live, s["row"][live], s["node"][live])
+        return c[1], c[2], c[3]
+
     def aggregate(self, live: np.ndarray) -> None:
         """Node sums of the slots' usage, CPU shared out where a node's demand exceeds its capacity."""
         s = self.slots
         n = self.n
-        live = live[s["live"][live]]
+        cached, _, cached_nodes = self._live_slots()
+        if live is cached:
+            # No slot changed since `compute` gathered them: all live, each on its node.
+            nodes = cached_nodes
+        else:
+            live = live[s["live"][live]]
+            nodes = s["node"][live]
         cpu = s["cpu"][live]
         mem = s["mem"][live]
-        nodes = s["node"][live]
         valid = nodes >= 0
         cap_cpu = self.nodes["cap_cpu"][:n]
         demand = np.bincount(nodes[valid], weights=cpu[valid], minlength=n) if n else np.zeros(0)
@@ -406,6 +427,13 @@ class ResourceUsage:
         if self.dirty:
             live, _ = self.compute()
             self.aggregate(live)
+
+
+def _limits(pod: Pod) -> tuple[float, float]:
+    """CPU (milli) and memory limits of a pod; inf where a resource has none."""
+    limits = pod_limits(pod)
+    return (float(limits["cpu"] * 1000) if "cpu" in limits else np.inf,
+            float(limits["memory"]) if "memory" in limits else np.inf)
 
 
 def matches(m: Match, sp: SimPod) -> bool:

@@ -43,6 +43,6 @@ class PodGC:
             return
         name = ev.obj.name
         sim = self.sim
-        for sp in [p for p in sim.pods.values() if p.node == name]:
+        for sp in sim.pods.on_node(name):
             sim.rec.event(sim.t, "podDeletedWithNode", pod=sp.key, node=name)
             sim.server.delete_pod(sp.pod, grace_period_seconds=0, cause=Cause.POD_GC)

@@ -61,6 +61,8 @@ class PodRegistry:
         # updated) and of each new record, in the order they were added.
         self._watchers: dict[EventType, list[Callable[[SimPod, Event], None]]] = {t: [] for t in EventType}
         self.on_register: list[Callable[[SimPod], None]] = []
+        # The records on each node (sp.node), so a node's pods are found without walking every record.
+        self._on_node: dict[str, dict[str, SimPod]] = {}
         # Records of pods deleted at the current instant (a report may still need their workload).
         self._tombstones: dict[str, SimPod] = {}
         self._tombstone_t = -1.0
@@ -92,6 +94,26 @@ class PodRegistry:
             fn(sp)
         return sp
 
+    def set_node(self, sp: SimPod, node: str) -> None:
+        """The record's node (bound, created bound, or unbound with "")."""
+        if sp.node:
+            on = self._on_node.get(sp.node)
+            if on is not None and on.get(sp.key) is sp:
+                del on[sp.key]
+                if not on:
+                    del self._on_node[sp.node]
+        sp.node = node
+        if node:
+            self._on_node.setdefault(node, {})[sp.key] = sp
+
+    def on_node(self, node: str) -> list[SimPod]:
+        """The current records on a node, in the registry's order (records are registered in serial order)."""
+        on = self._on_node.get(node)
+        if not on:
+            return []
+        pods = self.pods
+        return sorted((sp for sp in on.values() if pods.get(sp.key) is sp), key=lambda sp: sp.serial)
+
     def refresh(self, sp: SimPod) -> None:
         """Bring a record up to date at once after a change whose event may still be queued (a change
         made from an event handler is announced after the one being handled)."""
@@ -100,10 +122,7 @@ class PodRegistry:
             sp.gone = True  # the DELETED event still reaches the watchers
             return
         sp.pod = cur
-        sp.phase = cur.phase or sp.phase
-        if cur.is_terminating and not sp.terminating:
-            sp.terminating = True
-            sp.deletion_at = self.sim.t
+        self._set_state(sp, cur)
 
     def last(self, key: str) -> SimPod | None:
         """The record of the pod of that name, or of one deleted at this instant."""
@@ -127,6 +146,11 @@ class PodRegistry:
         if t is EventType.DELETED:
             sp.gone = True
             del self.pods[obj.key]
+            on = self._on_node.get(sp.node)
+            if on is not None and on.get(sp.key) is sp:
+                del on[sp.key]
+                if not on:
+                    del self._on_node[sp.node]
             if self._tombstone_t != self.sim.t:
                 self._tombstones = {}
                 self._tombstone_t = self.sim.t
@@ -146,16 +170,26 @@ class PodRegistry:
         t = ev.type
         sp.pod = obj
         if t is EventType.BOUND:
-            sp.node = ev.node
+            self.set_node(sp, ev.node)
             sp.bound_at = self.sim.t
         elif t is EventType.UNBOUND:
-            sp.node = ""
+            self.set_node(sp, "")
             sp.bound_at = None
         elif t is EventType.UPDATED:
-            sp.phase = obj.phase or sp.phase
-            if obj.is_terminating and not sp.terminating:
-                sp.terminating = True
-                sp.deletion_at = self.sim.t
+            self._set_state(sp, obj)
+
+    def _set_state(self, sp: SimPod, obj: Pod) -> None:
+        """The record's phase and terminating mark from the object; the owner's active index follows."""
+        phase = obj.phase or sp.phase
+        terminating = obj.is_terminating and not sp.terminating
+        if phase == sp.phase and not terminating:
+            return
+        sp.phase = phase
+        if terminating:
+            sp.terminating = True
+            sp.deletion_at = self.sim.t
+        if sp.owner is not None:
+            sp.owner.pod_state_changed(sp)
 
     def by_workload(self, workload: str) -> list[SimPod]:
         return [sp for sp in self.pods.values() if sp.workload == workload]

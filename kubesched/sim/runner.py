@@ -18,12 +18,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kubesched.api.snapshot import iter_objects, read_documents
 from kubesched.cluster.state import ClusterState
 from kubesched.config.descheduler_policy import parse_descheduler_policy
 from kubesched.config.scheduler_config import default_config, parse_scheduler_config
 from kubesched.descheduler.registry import default_registry
+from kubesched.diagnostics import silence, warn
 from kubesched.errors import InputError
 from kubesched.kubelet.kubelet_config import parse_kubelet_config
+from kubesched.output import atomic_directory, check_output_dir
 from kubesched.scheduler.framework import SchedulerServices
 from kubesched.scheduler.scheduler import Scheduler
 from kubesched.sim.engine import Engine
@@ -72,13 +75,18 @@ def resolve_variants(s: Scenario, cli: list[str]) -> list[VariantSpec]:
     """The scenario's variants, then each `--variant NAME=FILE` (replacing one of the same name)."""
     out = list(s.variants)
     interval = s.descheduler.interval if s.descheduler else 300.0
+    given: set[str] = set()
     for item in cli:
         name, sep, path = item.partition("=")
         if not sep or not name or not path:
             raise InputError(f"expected NAME=FILE, got {item!r}", field="--variant")
-        if not all(c.isalnum() or c in "-_." for c in name):
+        if not all(c.isalnum() or c in "-_." for c in name) or name in (".", ".."):
             raise InputError(f"expected a variant name of letters, digits, '-', '_' or '.', got {name!r}",
                              field="--variant")
+        if name in given:
+            raise InputError(f"variant {name!r} is given twice; give each --variant a name of its own",
+                             field="--variant")
+        given.add(name)
         v = load_variant_file(name, path, where=f"--variant {name}", interval=interval)
         out = [x for x in out if x.name != name] + [v]
     if not out:
@@ -91,12 +99,53 @@ def check_variant(s: Scenario, v: VariantSpec) -> None:
     src = v.scheduler or s.scheduler
     cfg = parse_scheduler_config(src.raw, src.source) if src else default_config()
     Scheduler(ClusterState(), cfg, seed=s.seed, services=SchedulerServices(start=s.start))
+    served = {p.scheduler_name for p in cfg.profiles}
+    for who, name in _scheduler_names(s):
+        if name not in served:
+            suffix = f" in variant {v.name}" if v.name != "default" else ""
+            warn(f"{who} asks for schedulerName {name!r}, which no profile{suffix} serves "
+                 f"(profiles: {', '.join(sorted(served))}): its pods stay pending", file=s.path)
     desched = v.descheduler if v.descheduler_set else s.descheduler
     if desched is not None:
         parse_descheduler_policy(desched.policy.raw, desched.policy.source, default_registry())
     k = v.kubelet or s.kubelet.config
     if k is not None:
         parse_kubelet_config(k.raw, k.source)
+
+
+def _scheduler_names(s: Scenario) -> list[tuple[str, str]]:
+    """(who, spec.schedulerName) of every workload, cluster object and pending snapshot pod of the scenario."""
+    out: list[tuple[str, str]] = []
+
+    def name_of(pod_spec: Any) -> str:
+        name = pod_spec.get("schedulerName") if isinstance(pod_spec, dict) else None
+        return name if isinstance(name, str) and name else "default-scheduler"
+
+    def obj(v: Any) -> dict[str, Any]:
+        return v if isinstance(v, dict) else {}
+
+    for w in s.workloads:
+        spec = obj(w.manifest.get("spec"))
+        pod_spec = spec if w.manifest.get("kind") == "Pod" else obj(spec.get("template")).get("spec")
+        out.append((w.key, name_of(pod_spec)))
+    pods = [o for o in s.cluster.objects if o.get("kind") == "Pod"]
+    if s.cluster.snapshot:
+        for o in iter_objects(read_documents(s.cluster.snapshot), s.cluster.snapshot):
+            if o.get("kind") == "Pod":
+                pods.append(o)
+            elif o.get("kind") in ("Deployment", "ReplicationController", "CronJob"):
+                meta = obj(o.get("metadata"))
+                warn(f"{o['kind']} {meta.get('namespace') or 'default'}/{meta.get('name')} in the cluster snapshot: "
+                     "simulate runs no controller for this kind from a snapshot (its pods and ReplicaSets in the "
+                     "snapshot are kept; give the workload under spec.workloads to have it managed)",
+                     file=s.cluster.snapshot)
+    for o in pods:
+        spec = obj(o.get("spec"))
+        if spec.get("nodeName"):
+            continue
+        meta = obj(o.get("metadata"))
+        out.append((f"Pod {meta.get('namespace') or 'default'}/{meta.get('name')}", name_of(spec)))
+    return out
 
 
 # ---------------------------------------------------------------- one variant (in a worker process)
@@ -107,6 +156,8 @@ _QUEUE: Any = None
 def _init_worker(queue: Any) -> None:
     global _QUEUE
     _QUEUE = queue
+    # The parent has already said what the inputs warrant; the workers read the same inputs again.
+    silence()
 
 
 def run_variant(scenario_path: str, variant: VariantSpec, out_dir: str | None, parquet: bool,
@@ -228,8 +279,18 @@ class SimulationRun:
 
 def run_simulation(scenario_path: str, cli_variants: list[str], out_dir: str | None, jobs: int | None = None,
                    overrides: dict[str, Any] | None = None,
-                   on_progress: Callable[[str, float], None] | None = None) -> SimulationRun:
-    """Run every variant; with `out_dir`, write the per-variant files, summary.json and comparison.csv."""
+                   on_progress: Callable[[str, float], None] | None = None,
+                   finish: Callable[[SimulationRun], None] | None = None) -> SimulationRun:
+    """Run every variant (once per seed); with `out_dir`, write the per-run files, summary.json and
+    comparison.csv (and allocation.csv / fragmentation.csv when the scenario measures GPU allocation).
+
+    The folder is checked before any work and written whole or not at all: everything goes into a
+    temporary folder that replaces `out_dir` only when the run has finished. `finish` (the report, for
+    instance) is called with the run while its folder (`run.out`) is still that temporary one; the paths
+    it records in `run.doc["files"]` are moved to `out_dir` with the folder.
+    """
+    if out_dir is not None:
+        check_output_dir(out_dir)
     s = apply_overrides(load_scenario(scenario_path), overrides or {})
     variants = resolve_variants(s, cli_variants)
     seeds = run_seeds(s, overrides or {})
@@ -240,14 +301,60 @@ def run_simulation(scenario_path: str, cli_variants: list[str], out_dir: str | N
             suffix = f" (variant {v.name})" if len(variants) > 1 or v.name != "default" else ""
             raise InputError(e.message + suffix, file=e.file, obj=e.obj, field=e.field) from None
     parquet = have_pyarrow()
-    out = Path(out_dir) if out_dir else None
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
     runs = [(v, {**(overrides or {}), "seed": seed}, v.name if len(seeds) == 1 else f"{v.name}/seed-{seed}")
             for v in variants for seed in seeds]
-    every = _run_all(scenario_path, runs, str(out) if out else None, parquet, jobs, on_progress)
-    # With several seeds the comparison and the report's per-variant sections show the first seed.
-    results = [r for r in every if r["seed"] == seeds[0]]
+    if out_dir is None:
+        every = _run_all(scenario_path, runs, None, parquet, jobs, on_progress)
+        results, gpu_runs = _first_seed(every, seeds), _gpu_runs(every)
+        return SimulationRun(s, variants, results, _document(s, variants, results, seeds, gpu_runs), None, gpu_runs)
+    out = check_output_dir(out_dir)
+    with atomic_directory(out) as tmp:
+        every = _run_all(scenario_path, runs, str(tmp), parquet, jobs, on_progress)
+        results, gpu_runs = _first_seed(every, seeds), _gpu_runs(every)
+        doc = _document(s, variants, results, seeds, gpu_runs)
+        json_dump(tmp / "summary.json", doc)
+        header = ["metric"] + [r["variant"] for r in results]
+        rows = [[key] + [r["summary"].get(key) for r in results]
+                for key, _, _ in table_rows([r["summary"] for r in results])]
+        write_csv(tmp / "comparison.csv", header, rows)
+        files: dict[str, Any] = {"summary": str(tmp / "summary.json"), "comparison": str(tmp / "comparison.csv"),
+                                 "report": None,
+                                 "variants": {r["run"]: str(tmp / "variants" / r["run"]) for r in every},
+                                 "parquet": parquet}
+        if gpu_runs:
+            write_allocation_tables(tmp, gpu_runs)
+            files["allocation"] = str(tmp / "allocation.csv")
+        doc["files"] = files
+        run = SimulationRun(s, variants, results, doc, tmp, gpu_runs)
+        if finish is not None:
+            finish(run)
+    run.out = out
+    doc["files"] = _moved(doc["files"], str(tmp), str(out))
+    return run
+
+
+def _first_seed(every: list[dict[str, Any]], seeds: tuple[int, ...]) -> list[dict[str, Any]]:
+    """With several seeds the comparison and the report's per-variant sections show the first seed's runs."""
+    return [r for r in every if r["seed"] == seeds[0]]
+
+
+def _gpu_runs(every: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r for r in every if r["gpu"] is not None]
+
+
+def _moved(value: Any, old: str, new: str) -> Any:
+    """`value` (a path, or lists and maps of them) with the folder `old` renamed `new`."""
+    if isinstance(value, str):
+        return new + value[len(old):] if value == old or value.startswith(old + os.sep) else value
+    if isinstance(value, list):
+        return [_moved(v, old, new) for v in value]
+    if isinstance(value, dict):
+        return {k: _moved(v, old, new) for k, v in value.items()}
+    return value
+
+
+def _document(s: Scenario, variants: list[VariantSpec], results: list[dict[str, Any]], seeds: tuple[int, ...],
+              gpu_runs: list[dict[str, Any]]) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "scenario": s.name,
         "seed": seeds[0],
@@ -256,27 +363,11 @@ def run_simulation(scenario_path: str, cli_variants: list[str], out_dir: str | N
         "variants": [{"name": r["variant"], "description": _description(v), "summary": r["summary"],
                       "loops": r["loops"], "notes": r["notes"]} for v, r in zip(variants, results, strict=True)],
     }
-    gpu_runs = [r for r in every if r["gpu"] is not None]
     if gpu_runs:
         doc["gpuAllocation"] = [{"variant": r["variant"], "seed": r["seed"], "workload": r["workload"],
                                  "totalGpus": r["gpu"]["total_gpus"], "curve": r["gpu"]["allocation_curve"]}
                                 for r in gpu_runs]
-    if out is not None:
-        json_dump(out / "summary.json", doc)
-        header = ["metric"] + [r["variant"] for r in results]
-        rows = [[key] + [r["summary"].get(key) for r in results]
-                for key, _, _ in table_rows([r["summary"] for r in results])]
-        write_csv(out / "comparison.csv", header, rows)
-        if gpu_runs:
-            write_allocation_tables(out, gpu_runs)
-        files: dict[str, Any] = {"summary": str(out / "summary.json"), "comparison": str(out / "comparison.csv"),
-                                 "report": None,
-                                 "variants": {r["run"]: str(out / "variants" / r["run"]) for r in every},
-                                 "parquet": parquet}
-        if gpu_runs:
-            files["allocation"] = str(out / "allocation.csv")
-        doc["files"] = files
-    return SimulationRun(s, variants, results, doc, out, gpu_runs)
+    return doc
 
 
 def simulate(scenario_path: str, cli_variants: list[str], out_dir: str | None, jobs: int | None = None,

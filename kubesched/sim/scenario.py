@@ -19,6 +19,7 @@ from typing import Any
 
 from kubesched.api import fields
 from kubesched.api.defaulting import SYSTEM_PRIORITY_CLASSES, default_workload
+from kubesched.api.documents import describe
 from kubesched.api.objects import parse_node, parse_time
 from kubesched.api.selectors import LabelSelector, parse_label_selector
 from kubesched.api.snapshot import iter_objects, read_documents
@@ -34,6 +35,12 @@ WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job",
 CLUSTER_KINDS = ("Namespace", "PriorityClass", "PodDisruptionBudget", "Service", "PersistentVolumeClaim",
                  "ConfigMap", "Secret", "ServiceAccount", "PodGroup", "ElasticQuota", "NodeResourceTopology")
 MODELS = ("constant", "diurnal", "randomWalk", "spikes")
+# Bounds that keep a scenario within what one machine simulates (and refuse a typo such as count: 1000000000000
+# at once): nodes at any time, and the simulated time.
+MAX_NODES = 100_000
+MAX_PODS = 1_500_000
+MAX_DURATION_SECONDS = 366 * 24 * 3600.0
+
 EVENT_ACTIONS = ("scale", "addNodes", "removeNodes", "cordon", "uncordon", "drain", "setUsage")
 USAGE_RESOURCES = ("cpu", "memory")
 
@@ -88,7 +95,7 @@ class Obj:
             raise self.err(key, f"expected a non-empty string, got {v!r}")
         return v
 
-    def integer(self, key: str, default: int = 0, minimum: int | None = 0) -> int:
+    def integer(self, key: str, default: int = 0, minimum: int | None = 0, maximum: int = 2**63 - 1) -> int:
         v = self.raw.get(key)
         if v is None:
             return default
@@ -96,6 +103,8 @@ class Obj:
             raise self.err(key, f"expected an integer, got {v!r}")
         if minimum is not None and v < minimum:
             raise self.err(key, f"expected an integer of at least {minimum}, got {v}")
+        if v > maximum:
+            raise self.err(key, f"expected an integer of at most {maximum}, got {v}")
         return v
 
     def number(self, key: str, default: float = 0.0, minimum: float | None = 0.0, maximum: float | None = None) -> float:
@@ -646,7 +655,7 @@ def _node_template(raw: Any, where: str, base: Path, file: str) -> NodeTemplate:
         raise e.located(file=file, field_prefix=o.f("node")) from None
     if not parsed.allocatable and not parsed.capacity:
         raise o.err("node", "the node template has no status.capacity or status.allocatable")
-    return NodeTemplate(name, o.integer("count", 1), node, where)
+    return NodeTemplate(name, o.integer("count", 1, maximum=MAX_NODES), node, where)
 
 
 def _node_table(raw: Any, where: str, base: Path, file: str) -> NodeTableSpec:
@@ -846,12 +855,13 @@ def _events(items: list[Any], where: str, file: str) -> list[EventSpec]:
         params: dict[str, Any]
         if action == "scale":
             po = Obj(p, a, ("workload", "replicas"), file)
-            params = {"workload": po.string("workload", required=True), "replicas": po.integer("replicas", 0)}
+            params = {"workload": po.string("workload", required=True), "replicas": po.integer("replicas", 0, maximum=MAX_PODS)}
             if not po.has("replicas"):
                 raise po.err("replicas", "required field is missing")
         elif action == "addNodes":
             po = Obj(p, a, ("template", "count"), file)
-            params = {"template": po.string("template", required=True), "count": po.integer("count", 1, 1)}
+            params = {"template": po.string("template", required=True),
+                      "count": po.integer("count", 1, 1, maximum=MAX_NODES)}
         elif action in ("removeNodes", "cordon", "uncordon", "drain"):
             po = Obj(p, a, ("nodes", "template", "count"), file)
             names = po.seq("nodes")
@@ -859,7 +869,8 @@ def _events(items: list[Any], where: str, file: str) -> list[EventSpec]:
                 raise po.err("nodes", "expected a list of node names")
             if bool(names) == po.has("template"):
                 raise InputError("expected exactly one of nodes or template", file=file, field=a)
-            params = {"nodes": list(names), "template": po.string("template") or None, "count": po.integer("count", 1, 1)}
+            params = {"nodes": list(names), "template": po.string("template") or None,
+                      "count": po.integer("count", 1, 1, maximum=MAX_NODES)}
         else:  # setUsage
             po = Obj(p, a, ("workload", "selector", "namespace", "cpu", "memory"), file)
             params = {"rule": _usage_rules([p], a, file)[0]}
@@ -892,7 +903,8 @@ def load_variant_file(name: str, path: str, *, where: str = "--variant", interva
     v = VariantSpec(name=name)
     for i, d in enumerate(docs):
         if not isinstance(d, dict):
-            raise InputError(f"document {i + 1}: expected an object", file=path)
+            raise InputError(f"document {i + 1}: expected a KubeSchedulerConfiguration, DeschedulerPolicy, "
+                             f"KubeletConfiguration or {VARIANT_KIND} object, got {describe(d)}", file=path)
         kind = d.get("kind")
         if kind == VARIANT_KIND:
             if d.get("apiVersion") != API_VERSION:
@@ -983,6 +995,7 @@ def parse_scenario(doc: Any, path: str) -> Scenario:
     spec = Obj(top.required("spec"), "spec", SPEC_FIELDS, file)
 
     duration = spec.duration("duration", allow_zero=False)
+    check_duration(duration, spec.f("duration"), file)
     seed = spec.integer("seed", 0)
     start_raw = spec.get("start", DEFAULT_START)
     try:
@@ -1050,7 +1063,8 @@ def parse_scenario(doc: Any, path: str) -> Scenario:
     events = _events(spec.seq("events"), spec.f("events"), file)
     ro = spec.obj("report", ("hotThreshold", "loopWindow", "recordInterval", "gpuAllocation"))
     usage_step = spec.duration("usageStep", 60.0)
-    report = ReportSpec(ro.number("hotThreshold", 0.8, 0.0, 10.0), ro.duration("loopWindow", 1800.0, allow_zero=False),
+    # A fraction of a node's CPU: usage never exceeds capacity, so a threshold above 1 would mark no node hot.
+    report = ReportSpec(ro.number("hotThreshold", 0.8, 0.0, 1.0), ro.duration("loopWindow", 1800.0, allow_zero=False),
                         ro.duration("recordInterval", usage_step or 60.0, allow_zero=False))
     ga = ro.get("gpuAllocation")
     if ga is not None:
@@ -1085,12 +1099,17 @@ def _check_workloads(workloads: list[WorkloadSpec], cluster: ClusterSpec, file: 
         for d in iter_objects(read_documents(cluster.snapshot), cluster.snapshot):
             if d.get("kind") == "PriorityClass":
                 classes.add(str((d.get("metadata") or {}).get("name")))
+    total = 0
     for w in workloads:
         try:
             obj = default_workload(w.manifest, w.where)
         except InputError as e:
             raise e.located(file=file) from None
         spec = obj.get("spec") or {}
+        total += int(spec.get("replicas") or spec.get("parallelism") or 1) if obj.get("kind") != "DaemonSet" else 0
+        if total > MAX_PODS:
+            raise InputError(f"the workloads ask for more than {MAX_PODS} pods; kubesched simulates at most that many",
+                             file=file, field=w.where)
         pspec = spec if obj.get("kind") == "Pod" else (spec.get("template") or {}).get("spec") or {}
         name = pspec.get("priorityClassName")
         if name and name not in classes:
@@ -1099,8 +1118,19 @@ def _check_workloads(workloads: list[WorkloadSpec], cluster: ClusterSpec, file: 
                              f"workload file or the snapshot)", file=file, field=f)
 
 
+def check_duration(seconds: float, field: str, file: str | None) -> None:
+    if seconds > MAX_DURATION_SECONDS:
+        raise InputError(f"expected at most 366 days of simulated time, got {seconds / 86400:.0f} days", file=file,
+                         field=field)
+
+
 def _check_events(s: Scenario) -> None:
     """References in events: workloads that exist, node templates that exist, nodes that will exist."""
+    total = sum(t.count for t in s.cluster.templates) + sum(
+        ev.params.get("count", 0) for ev in s.events if ev.action == "addNodes")
+    if total > MAX_NODES:
+        raise InputError(f"the node templates and addNodes events make {total} nodes; kubesched simulates at most "
+                         f"{MAX_NODES}", file=s.path, field="spec.cluster.nodeTemplates")
     keys = set(s.workload_keys())
     templates = {t.name: t.count for t in s.cluster.templates}
     known_nodes = {f"{t.name}-{i}" for t in s.cluster.templates for i in range(t.count)}
@@ -1142,7 +1172,9 @@ def _check_events(s: Scenario) -> None:
 def load_scenario(path: str) -> Scenario:
     docs = read_documents(path)
     if len(docs) != 1 or not isinstance(docs[0], dict):
-        raise InputError(f"expected one {KIND} document, found {len(docs)} document(s)", file=path)
+        held = describe(docs[0]) if len(docs) == 1 else f"{len(docs)} documents"
+        raise InputError(f"expected one {KIND} document (apiVersion {API_VERSION}, kind {KIND}, spec), got {held}",
+                         file=path)
     return parse_scenario(docs[0], path)
 
 

@@ -9,12 +9,18 @@ from kubesched.api.duration import read_duration_seconds
 from kubesched.api.quantity import parse_quantity
 from kubesched.errors import InputError
 
+# A scenario's durations are bounded so that a typo (1e300 seconds) is refused instead of running forever.
+MAX_SECONDS = 100 * 365 * 24 * 3600.0
+
 
 def parse_duration(value: Any, field: str, *, allow_zero: bool = True) -> float:
     """A scenario duration in seconds: a Go duration ("15m", "1h30m", "10s") or a plain number of seconds,
-    never negative (kubesched.api.duration reads it)."""
-    return read_duration_seconds(value, field, example="10s, 5m or 1h30m", numbers=True, negative=False,
-                                 zero=allow_zero)
+    never negative and at most 100 years (kubesched.api.duration reads it)."""
+    seconds = read_duration_seconds(value, field, example="10s, 5m or 1h30m", numbers=True, negative=False,
+                                    zero=allow_zero)
+    if seconds > MAX_SECONDS:
+        raise InputError(f"expected a duration of at most 100 years, got {value!r}", field=field)
+    return seconds
 
 
 def format_duration(seconds: float) -> str:

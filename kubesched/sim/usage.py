@@ -34,24 +34,40 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
 def splitmix64(x: np.ndarray) -> np.ndarray:
-    """The SplitMix64 finaliser over uint64 arrays (wrapping arithmetic)."""
+    """The SplitMix64 finaliser over uint64 arrays (wrapping arithmetic); in place on one new array."""
     z = x + _GOLDEN
-    z = (z ^ (z >> np.uint64(30))) * _M1
-    z = (z ^ (z >> np.uint64(27))) * _M2
-    return z ^ (z >> np.uint64(31))
+    t = z >> np.uint64(30)
+    z ^= t
+    z *= _M1
+    np.right_shift(z, np.uint64(27), out=t)
+    z ^= t
+    z *= _M2
+    np.right_shift(z, np.uint64(31), out=t)
+    z ^= t
+    return z
 
 
 def uniform(keys: np.ndarray, salt: int) -> np.ndarray:
     """A uniform number in (0, 1) per key, the same in every run."""
     z = splitmix64(keys ^ np.uint64(salt & 0xFFFFFFFFFFFFFFFF))
-    return ((z >> np.uint64(11)).astype(np.float64) + 0.5) * (1.0 / 9007199254740992.0)
+    z >>= np.uint64(11)
+    u = z.astype(np.float64)
+    u += 0.5
+    u *= 1.0 / 9007199254740992.0
+    return u
 
 
 def gaussian(keys: np.ndarray, salt: int) -> np.ndarray:
     """A standard normal number per key (Box-Muller over two hashed uniforms)."""
     u1 = uniform(keys, salt)
     u2 = uniform(keys, salt ^ 0x5DEECE66D)
-    return np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2)
+    np.log(u1, out=u1)
+    u1 *= -2.0
+    np.sqrt(u1, out=u1)
+    u2 *= 2.0 * np.pi
+    np.cos(u2, out=u2)
+    u1 *= u2
+    return u1
 
 
 @dataclass(slots=True)
@@ -85,6 +101,17 @@ class _Resource:
         self.last_step = np.full(cap, -1, dtype=np.int64)
         self.trace = np.full(cap, -1, dtype=np.int64)  # (grid id << 32) | series
         self.value = np.zeros(cap)
+        # Positions of each model (and of the noisy rows) among the first n rows, while no model changes.
+        self._groups: tuple[int, dict[int, np.ndarray]] | None = None
+
+    def changed(self) -> None:
+        """A row's model, noise or trace changed: the cached positions go."""
+        self._groups = None
+
+    def groups(self, n: int) -> dict[int, np.ndarray]:
+        if self._groups is None or self._groups[0] != n:
+            self._groups = (n, _groups(self.code[:n], self.noise[:n]))
+        return self._groups[1]
 
     def grow(self, cap: int) -> None:
         for name in ("code", "a", "b", "c", "d", "noise", "factor", "state", "started", "last_step", "trace", "value"):
@@ -93,6 +120,20 @@ class _Resource:
                 np.ones(cap, dtype=old.dtype) if name == "factor" else np.zeros(cap, dtype=old.dtype))
             new[: len(old)] = old
             setattr(self, name, new)
+        self.changed()
+
+
+NOISY = -1  # the key of the noisy rows' positions in a _groups map
+
+
+def _groups(code: np.ndarray, noise: np.ndarray) -> dict[int, np.ndarray]:
+    """Positions (into the given rows) of each model present, and of the rows with noise."""
+    out = {c: np.flatnonzero(code == c) for c in (CONSTANT, DIURNAL, RANDOM_WALK, SPIKES, TRACE)}
+    out = {c: pos for c, pos in out.items() if len(pos)}
+    noisy = np.flatnonzero(noise > 0)
+    if len(noisy):
+        out[NOISY] = noisy
+    return out
 
 
 class UsageTable:
@@ -139,6 +180,7 @@ class UsageTable:
     def assign(self, i: int, resource: str, spec: ModelSpec | None, request: float) -> None:
         """Give identity i the model for a resource; None means usage equals the request."""
         r = self.res[resource]
+        r.changed()
         r.trace[i] = -1
         r.started[i] = False
         if spec is None:
@@ -184,6 +226,7 @@ class UsageTable:
 
     def assign_trace(self, i: int, resource: str, grid_id: int, series: int) -> None:
         r = self.res[resource]
+        r.changed()
         r.code[i] = TRACE
         r.trace[i] = (grid_id << 32) | series
         r.noise[i] = 0.0
@@ -198,49 +241,53 @@ class UsageTable:
         so identities that appear between steps can be evaluated on their own.
         """
         k = int(t // self.step_seconds) if self.step_seconds > 0 else 0
+        full = rows is None
         if rows is None:
             self.step_index = k
             rows = np.arange(self.n)
         if len(rows) == 0:
             return
-        keys = self.keys[rows]
+        n = self.n
+        # Every identity: slices and cached per-model positions instead of gathers and masks (same values).
+        keys = self.keys[:n] if full else self.keys[rows]
         step_key = keys ^ np.uint64((k * 0x632BE59BD9B4E019) & 0xFFFFFFFFFFFFFFFF)
         for name, r in self.res.items():
             salt = 0x1000 if name == "cpu" else 0x2000
-            code = r.code[rows]
+            groups = r.groups(n) if full else _groups(r.code[rows], r.noise[rows])
             out = np.zeros(len(rows))
-            m = code == CONSTANT
-            out[m] = r.a[rows[m]]
-            m = code == DIURNAL
-            if m.any():
-                ix = rows[m]
+            pos = groups.get(CONSTANT)
+            if pos is not None:
+                out[pos] = r.a[rows[pos]] if not full else r.a[pos]
+            pos = groups.get(DIURNAL)
+            if pos is not None:
+                ix = pos if full else rows[pos]
                 tod = self.start_epoch + t
-                out[m] = r.a[ix] + r.b[ix] * np.cos(2.0 * np.pi * np.mod(tod - r.d[ix], r.c[ix]) / r.c[ix])
-            m = code == RANDOM_WALK
-            if m.any():
-                ix = rows[m]
+                out[pos] = r.a[ix] + r.b[ix] * np.cos(2.0 * np.pi * np.mod(tod - r.d[ix], r.c[ix]) / r.c[ix])
+            pos = groups.get(RANDOM_WALK)
+            if pos is not None:
+                ix = pos if full else rows[pos]
                 fresh = ~r.started[ix]
                 r.state[ix[fresh]] = r.a[ix[fresh]]
                 r.started[ix[fresh]] = True
                 moving = (~fresh) & (r.last_step[ix] < k)
                 if moving.any():
                     mv = ix[moving]
-                    g = gaussian(step_key[m][moving], salt + 1)
+                    g = gaussian(step_key[pos[moving]], salt + 1)
                     r.state[mv] = np.clip(r.state[mv] + r.b[mv] * g, r.c[mv], r.d[mv])
                 r.last_step[ix] = k
-                out[m] = r.state[ix]
-            m = code == SPIKES
-            if m.any():
-                ix = rows[m]
+                out[pos] = r.state[ix]
+            pos = groups.get(SPIKES)
+            if pos is not None:
+                ix = pos if full else rows[pos]
                 active = r.state[ix] > t
                 p = 1.0 - np.exp(-r.c[ix] * self.step_seconds)
-                starts = (~active) & (r.last_step[ix] < k) & (uniform(step_key[m], salt + 2) < p)
+                starts = (~active) & (r.last_step[ix] < k) & (uniform(step_key[pos], salt + 2) < p)
                 r.state[ix[starts]] = t + r.d[ix[starts]]
                 r.last_step[ix] = k
-                out[m] = np.where(r.state[ix] > t, r.b[ix], r.a[ix])
-            m = code == TRACE
-            if m.any():
-                ix = rows[m]
+                out[pos] = np.where(r.state[ix] > t, r.b[ix], r.a[ix])
+            pos = groups.get(TRACE)
+            if pos is not None:
+                ix = pos if full else rows[pos]
                 tr = r.trace[ix]
                 grid_of = tr >> 32
                 vals = np.zeros(len(ix))
@@ -252,15 +299,23 @@ class UsageTable:
                         continue
                     col = min(k, values.shape[1] - 1)
                     vals[sel] = np.nan_to_num(values[tr[sel] & 0xFFFFFFFF, col], nan=0.0)
-                out[m] = vals
-            noise = r.noise[rows]
-            noisy = noise > 0
-            if noisy.any():
-                g = gaussian(step_key[noisy], salt + 3)
-                out[noisy] *= 1.0 + noise[noisy] * g
-            out *= r.factor[rows]
+                out[pos] = vals
+            noisy = groups.get(NOISY)
+            if noisy is not None:
+                if len(noisy) == len(rows):
+                    g = gaussian(step_key, salt + 3)
+                    g *= r.noise[:n] if full else r.noise[rows]
+                    g += 1.0
+                    out *= g
+                else:
+                    g = gaussian(step_key[noisy], salt + 3)
+                    out[noisy] *= 1.0 + (r.noise[noisy] if full else r.noise[rows[noisy]]) * g
+            out *= r.factor[:n] if full else r.factor[rows]
             np.maximum(out, 0.0, out=out)
-            r.value[rows] = out
+            if full:
+                r.value[:n] = out
+            else:
+                r.value[rows] = out
 
     def values(self, resource: str) -> np.ndarray:
         return self.res[resource].value[: self.n]

@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsed
 from rich.progress import Progress as ProgressBar
 from rich.table import Table
 
+from kubesched.output import check_resumable_dir
 from kubesched.report.tune import num
 from kubesched.tune.study import TuneOptions, tune
 from kubesched.tune.sweep import sweep
@@ -40,6 +41,7 @@ def _console() -> Console:
 
 
 def tune_command(scenario: str, space: str, out: str, opts: TuneOptions, as_json: bool, progress: bool | None) -> None:
+    check_resumable_dir(out)
     show = sys.stderr.isatty() if progress is None else progress
     with progress_bar(show) as cb:
         doc = tune(scenario, space, out, opts, cb)
@@ -91,6 +93,7 @@ def tune_command(scenario: str, space: str, out: str, opts: TuneOptions, as_json
 
 def sweep_command(sweep_file: str, out: str, engine: str, address: str | None, workers: int | None, as_json: bool,
                   progress: bool | None) -> None:
+    check_resumable_dir(out)
     show = sys.stderr.isatty() if progress is None else progress
     with progress_bar(show) as cb:
         doc = sweep(sweep_file, out, engine, address, workers, cb)

@@ -24,10 +24,12 @@ For each node pool (the v1alpha2 top-level thresholds become the first pool, `__
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
+
+import numpy as np
 
 from kubesched.api import fields
 from kubesched.api import koordinator as koord
@@ -36,6 +38,7 @@ from kubesched.api.objects import Node, Pod
 from kubesched.api.qos import BEST_EFFORT, BURSTABLE, GUARANTEED, qos_class
 from kubesched.api.quantity import milli_value_of, value_of
 from kubesched.api.selectors import LabelSelector, parse_label_selector
+from kubesched.cluster.state import ClusterState
 from kubesched.config.plugin_args import PluginArgs
 from kubesched.descheduler import nodeutil
 from kubesched.descheduler.framework import BalancePlugin, EvictionLimitError, EvictOptions, Handle, Status
@@ -357,9 +360,45 @@ class DetectorCache:
 # ---------------------------------------------------------------- usage and thresholds
 
 
+_ZERO = Fraction(0)
+
+
+def _exact_sum(values: Iterable[Fraction | None]) -> Fraction:
+    """The exact sum of the quantities (None counts as 0): whole ones are added as ints, which gives the
+    same number much faster than Fraction arithmetic."""
+    whole = 0
+    rest = _ZERO
+    for v in values:
+        if v is None:
+            continue
+        if v.denominator == 1:
+            whole += v.numerator
+        else:
+            rest += v
+    return rest + whole
+
+
+def _exact_sums(maps: Iterable[Usage], resources: list[str]) -> list[Fraction]:
+    """For each resource, the exact sum of the maps' quantities (`_exact_sum` over all of them in one pass)."""
+    n = len(resources)
+    whole = [0] * n
+    rest = [_ZERO] * n
+    idx = list(enumerate(resources))
+    for u in maps:
+        for j, r in idx:
+            v = u.get(r)
+            if v is None:
+                continue
+            if v.denominator == 1:
+                whole[j] += v.numerator
+            else:
+                rest[j] += v
+    return [rest[j] + whole[j] for j in range(n)]
+
+
 def _units_value(resource: str, q: Fraction) -> int:
     """getResourceValue on a quantity in units (cpu already millicores): rounded up."""
-    return value_of(q)
+    return q.numerator if q.denominator == 1 else value_of(q)
 
 
 @dataclass
@@ -393,11 +432,16 @@ class NodeInfo:
 
 def raw_allocatable_units(node: Node) -> dict[str, Fraction]:
     """GetNodeRawAllocatableFromNode in units (cpu millicores)."""
-    alloc = dict(node.allocatable)
     raw = koord.raw_allocatable(node)
-    if raw is not None:
-        alloc = dict(raw)
-    return {k: Fraction(milli_value_of(v)) if k == "cpu" else Fraction(value_of(v)) for k, v in alloc.items()}
+    alloc = node.allocatable if raw is None else raw
+    return {k: Fraction(_whole_units(k, v)) for k, v in alloc.items()}
+
+
+def _whole_units(resource: str, q: Fraction) -> int:
+    """MilliValue for cpu, Value otherwise (whole quantities without Fraction arithmetic)."""
+    if q.denominator == 1:
+        return q.numerator * 1000 if resource == "cpu" else q.numerator
+    return milli_value_of(q) if resource == "cpu" else value_of(q)
 
 
 def resource_threshold(alloc: dict[str, Fraction], resource: str, pct: float) -> Fraction:
@@ -522,6 +566,35 @@ def pod_sort_less(pod_metrics: dict[str, Usage], exceeded: Usage, weights: dict[
     return less
 
 
+def pod_sort_key(pod_metrics: dict[str, Usage], exceeded: Usage, weights: dict[str, int]) -> Callable[[Pod], Any]:
+    """`pod_sort_less` as a key: `less(a, b)` is exactly `key(a) < key(b)` (each comparator compares one
+    value; a pod without metrics sorts after those with, higher usage score first, newer first)."""
+
+    def key(p: Pod) -> Any:
+        m = pod_metrics.get(p.key)
+        t = p.meta.creation_timestamp
+        return (_KOORD_PRIORITY_ORDER.get(koord.priority_class(p), 5), p.effective_priority,
+                _K8S_QOS_ORDER.get(qos_class(p), 0), _KOORD_QOS_ORDER.get(koord.koord_qos_class(p), 5),
+                _int32_annotation(p, ANNOTATION_DELETION_COST), _int32_annotation(p, ANNOTATION_EVICTION_COST),
+                (1, 0.0) if m is None else (0, -pod_usage_score(m, exceeded, weights)),
+                -(t.timestamp() if t is not None else float("-inf")))
+
+    return key
+
+
+def sort_like_go(pods: list[Pod], key: Callable[[Pod], Any]) -> None:
+    """Go's `sort.Slice` with `less(a, b) = key(a) < key(b)`, in place. With no two keys equal the order is
+    the one sorted order, which Python's sort gives; otherwise Go's algorithm is replayed on the keys
+    (which pods tie, and where they end up, depends on it)."""
+    keyed = [(key(p), p) for p in pods]
+    keys = {k for k, _ in keyed}
+    if len(keys) == len(keyed):
+        keyed.sort(key=lambda e: e[0])
+    else:
+        go_sort_slice(keyed, lambda a, b: a[0] < b[0])
+    pods[:] = [p for _, p in keyed]
+
+
 # ---------------------------------------------------------------- the plugin
 
 
@@ -569,6 +642,8 @@ class LowNodeLoad(BalancePlugin):
             if not parts:
                 return None
             m = merge(parts) if len(parts) > 1 else parts[0]
+        if all(p.node for p in m.pods.values()):
+            return m  # every pod's node is reported (koordinator NodeMetric): nothing to attach
         return attach_nodes(m, {p.key: p.node_name for p in self.handle.cluster.pods.values() if p.node_name})
 
     def node_usages(self, nodes: list[Node], resources: list[str], metrics: Metrics | None) -> dict[str, NodeUsage]:
@@ -578,10 +653,16 @@ class LowNodeLoad(BalancePlugin):
             return out
         ref = reference_time(self.handle.now, metrics)
         expiration = self.args.node_metric_expiration_seconds
+        # The reported pods by node, in the reading's order (one pass, not one per node).
+        reported_on: dict[str, list[PodUsage]] = {}
+        for pu in metrics.pods.values():
+            lst = reported_on.get(pu.node)
+            if lst is None:
+                reported_on[pu.node] = lst = []
+            lst.append(pu)
         for node in nodes:
             pods = self.handle.pods_on_node(node.name)
             prod_pods = [p for p in pods if koord.priority_class(p) == koord.PRIORITY_PROD]
-            prod_keys = {p.key for p in prod_pods}
             nm = metrics.node(node.name)
             if nm is None:
                 continue
@@ -589,15 +670,22 @@ class LowNodeLoad(BalancePlugin):
             if ts is None or (expiration > 0 and ref - ts >= expiration):
                 continue
             alloc = raw_allocatable_units(node)
-            reported = metrics.pods_on(node.name)
-            pod_metrics = {p.key: self._exact(p) for p in reported}
+            exact = self._exact
+            pod_metrics = {p.key: p.exact or exact(p) for p in reported_on.get(node.name, ())}
+            pod_sums = _exact_sums(pod_metrics.values(), resources)
+            # The node's pods are its NodeInfo's (keyed by namespace/name): when all are prod, those keys.
+            info = self.handle.cluster.node_info_by_name.get(node.name)
+            prod_keys: Container[str] = info.pods if info is not None and len(prod_pods) == len(pods) \
+                else {p.key for p in prod_pods}
+            if all(k in prod_keys for k in pod_metrics):
+                prod_sums = pod_sums
+            else:
+                prod_sums = _exact_sums((u for k, u in pod_metrics.items() if k in prod_keys), resources)
             usage: Usage = {}
             prod_usage: Usage = {}
             system = self._system_usage(nm, pod_metrics, node)
-            for r in resources:
-                pod_sum = sum((u.get(r, Fraction(0)) for u in pod_metrics.values()), Fraction(0))
-                prod_sum = sum((u.get(r, Fraction(0)) for k, u in pod_metrics.items() if k in prod_keys), Fraction(0))
-                usage[r] = system.get(r, Fraction(0)) + pod_sum
+            for r, pod_sum, prod_sum in zip(resources, pod_sums, prod_sums, strict=True):
+                usage[r] = system.get(r, _ZERO) + pod_sum
                 prod_usage[r] = prod_sum
             usage["pods"] = Fraction(len(pods))
             prod_usage["pods"] = Fraction(len(prod_pods))
@@ -606,8 +694,9 @@ class LowNodeLoad(BalancePlugin):
 
     @staticmethod
     def _exact(p: PodUsage) -> Usage:
+        # Read-only: the reading's own exact map (the plugin never changes a pod's usage).
         if p.exact:
-            return dict(p.exact)
+            return p.exact
         return {k: Fraction(v) for k, v in p.usage.items()}
 
     @staticmethod
@@ -627,8 +716,8 @@ class LowNodeLoad(BalancePlugin):
                     total[r] = Fraction(absolute)
         out: Usage = {}
         for r, used in total.items():
-            pods = sum((u.get(r, Fraction(0)) for u in pod_metrics.values()), Fraction(0))
-            out[r] = max(Fraction(0), used - pods)
+            pods = _exact_sum(u.get(r) for u in pod_metrics.values())
+            out[r] = max(_ZERO, used - pods)
         return out
 
     def node_thresholds(self, usages: dict[str, NodeUsage], low: dict[str, float], high: dict[str, float],
@@ -814,16 +903,15 @@ class LowNodeLoad(BalancePlugin):
     @staticmethod
     def _available(destinations: list[NodeInfo], resources: list[str], prod: bool) -> tuple[Usage, list[Node]]:
         """targetAvailableUsage: Σ (high threshold - usage) over the destinations."""
-        total = {r: Fraction(0) for r in resources}
-        nodes = []
-        for d in destinations:
-            nodes.append(d.usage.node)
-            for r in resources:
-                if prod:
-                    total[r] += d.thresholds.prod_high[r] - d.usage.prod_usage[r]
-                else:
-                    total[r] += d.thresholds.high[r] - d.usage.usage[r]
-        return total, nodes
+        nodes = [d.usage.node for d in destinations]
+        if prod:
+            highs = _exact_sums((d.thresholds.prod_high for d in destinations), resources)
+            used = _exact_sums((d.usage.prod_usage for d in destinations), resources)
+        else:
+            highs = _exact_sums((d.thresholds.high for d in destinations), resources)
+            used = _exact_sums((d.usage.usage for d in destinations), resources)
+        # Σ (high - usage) = Σ high - Σ usage, exactly.
+        return {r: h - u for r, h, u in zip(resources, highs, used, strict=True)}, nodes
 
     def evict_from_sources(self, sources: list[NodeInfo], destinations: list[NodeInfo], prod_sources: list[NodeInfo],
                            prod_destinations: list[NodeInfo], both: list[NodeInfo], usages: dict[str, NodeUsage],
@@ -851,16 +939,17 @@ class LowNodeLoad(BalancePlugin):
                      resources: list[str], reason: Callable[[NodeInfo, bool], str]) -> None:
         if not targets:
             return
+        destinations = _Destinations(self.handle.cluster, targets, usages, thresholds, prod) \
+            if self.args.node_fit else None
         for src in sources:
             pods = src.usage.prod_pods if prod else src.usage.all_pods
             removable = []
             for pod in pods:
                 if not self.pod_filter(pod):
                     continue
-                if self.args.node_fit:
+                if destinations is not None:
                     metric = src.usage.pod_metrics.get(pod.key)
-                    if metric is None or not self.fits_any_with_threshold(pod, targets, usages, thresholds, prod,
-                                                                          metric):
+                    if metric is None or not destinations.book(pod, metric):
                         continue
                 removable.append(pod)
             if not removable:
@@ -870,28 +959,13 @@ class LowNodeLoad(BalancePlugin):
 
     def fits_any_with_threshold(self, pod: Pod, targets: list[Node], usages: dict[str, NodeUsage],
                                 thresholds: dict[str, NodeThresholds], prod: bool, metric: Usage) -> bool:
-        """podFitsAnyNodeWithThreshold: fits a destination and keeps it under its high threshold (booked)."""
+        """podFitsAnyNodeWithThreshold, one destination at a time: fits a destination and keeps it under its
+        high threshold (booked). `balance_pods` asks `_Destinations`, which gives the same answers at once."""
         for node in targets:
             if not self._node_fit(pod, node):
                 continue
-            nu, t = usages.get(node.name), thresholds.get(node.name)
-            if nu is not None and t is not None:
-                usage = nu.prod_usage if prod else nu.usage
-                limits = t.prod_high if prod else t.high
-                added = []
-                exceeded = False
-                for r, limit in limits.items():
-                    if r in usage:
-                        usage[r] += metric.get(r, Fraction(0))
-                        added.append(r)
-                        if usage[r] > limit:
-                            exceeded = True
-                            break
-                if exceeded:
-                    for r in added:
-                        usage[r] -= metric.get(r, Fraction(0))
-                    continue
-            return True
+            if _book(usages.get(node.name), thresholds.get(node.name), prod, metric):
+                return True
         return False
 
     def _node_fit(self, pod: Pod, node: Node) -> bool:
@@ -913,7 +987,7 @@ class LowNodeLoad(BalancePlugin):
         over = is_overutilized(usage, limits)
         exceeded = {r: used - limits[r] for r, used in over.items()}
         w = {r: weights.get(r, 0) for r in over}
-        go_sort_slice(pods, pod_sort_less(src.usage.pod_metrics, exceeded, w))
+        sort_like_go(pods, pod_sort_key(src.usage.pod_metrics, exceeded, w))
 
     def _continue(self, info: NodeInfo, available: Usage, prod: bool, resources: list[str]) -> bool:
         usage = info.usage.prod_usage if prod else info.usage.usage
@@ -948,6 +1022,97 @@ class LowNodeLoad(BalancePlugin):
                 if prod and r in info.usage.prod_usage:
                     info.usage.prod_usage[r] -= q
 
+
+# ---------------------------------------------------------------- destinations of a pass
+
+
+def _book(nu: NodeUsage | None, t: NodeThresholds | None, prod: bool, metric: Usage) -> bool:
+    """The threshold half of podFitsAnyNodeWithThreshold on one destination that passed NodeFit: add the
+    pod's usage to the destination's and keep it when no resource goes over its high threshold (else take
+    it back). A destination without usage or thresholds takes any pod."""
+    if nu is None or t is None:
+        return True
+    usage = nu.prod_usage if prod else nu.usage
+    limits = t.prod_high if prod else t.high
+    added = []
+    exceeded = False
+    for r, limit in limits.items():
+        if r in usage:
+            usage[r] += metric.get(r, _ZERO)
+            added.append(r)
+            if usage[r] > limit:
+                exceeded = True
+                break
+    if exceeded:
+        for r in added:
+            usage[r] -= metric.get(r, _ZERO)
+        return False
+    return True
+
+
+class _Destinations:
+    """podFitsAnyNodeWithThreshold over one pass's destinations, all of them at once.
+
+    The first destination (in order) that passes NodeFit and stays under its high threshold with the pod's
+    usage added gets the pod booked. NodeFit is a mask per pod shape (`nodeutil.NodeFitColumns`); each
+    destination's headroom (high threshold - usage) is kept per resource as a float column, updated as
+    pods are booked. Rounding to float is monotone, so `usage <= headroom` in floats holds wherever it
+    holds exactly: the columns pick the candidates in order and the exact check (`_book`) decides, so the
+    answer and the booking are the ones the one-destination-at-a-time walk gives.
+    """
+
+    def __init__(self, cluster: ClusterState, targets: list[Node], usages: dict[str, NodeUsage],
+                 thresholds: dict[str, NodeThresholds], prod: bool) -> None:
+        self.prod = prod
+        self.fit = nodeutil.NodeFitColumns(cluster, targets)
+        self.entries = [(usages.get(n.name), thresholds.get(n.name)) for n in targets]
+        names: list[str] = []
+        for nu, t in self.entries:
+            if nu is None or t is None:
+                continue
+            usage, limits = self._maps(nu, t)
+            for r in limits:
+                if r in usage and r not in names:
+                    names.append(r)
+        self.names = names
+        self.headroom = {r: np.full(len(targets), np.inf) for r in names}
+        self._ok = np.zeros(len(targets), dtype=bool)
+        self._scratch = np.zeros(len(targets), dtype=bool)
+        for i in range(len(targets)):
+            self._refresh(i)
+
+    def _maps(self, nu: NodeUsage, t: NodeThresholds) -> tuple[Usage, Usage]:
+        return (nu.prod_usage, t.prod_high) if self.prod else (nu.usage, t.high)
+
+    def _refresh(self, i: int) -> None:
+        nu, t = self.entries[i]
+        if nu is None or t is None:
+            return
+        usage, limits = self._maps(nu, t)
+        for r in self.names:
+            if r in limits and r in usage:
+                lim, used = limits[r], usage[r]
+                if lim.denominator == 1 and used.denominator == 1:
+                    self.headroom[r][i] = float(lim.numerator - used.numerator)
+                else:
+                    self.headroom[r][i] = float(lim - used)
+
+    def book(self, pod: Pod, metric: Usage) -> bool:
+        ok = self._ok
+        np.logical_and(self.fit.mask(pod), True, out=ok)
+        scratch = self._scratch
+        for r, column in self.headroom.items():
+            np.greater_equal(column, float(metric.get(r, _ZERO)), out=scratch)
+            ok &= scratch
+        while True:
+            i = int(ok.argmax())
+            if not ok[i]:
+                return False
+            nu, t = self.entries[i]
+            if _book(nu, t, self.prod, metric):
+                self._refresh(i)
+                return True
+            ok[i] = False
 
 def _milli(resource: str, q: Fraction) -> int:
     """Quantity.MilliValue of a value in units (cpu already in millicores)."""

@@ -32,6 +32,7 @@ from kubesched.config.plugin_args import OMITEMPTY
 from kubesched.descheduler import nodeutil, podutil
 from kubesched.descheduler.framework import EvictionLimitError, EvictOptions, Handle
 from kubesched.descheduler.plugins._common import IncludeExclude
+from kubesched.diagnostics import warn
 from kubesched.errors import InputError
 from kubesched.metrics.prometheus import descheduler_client
 
@@ -504,7 +505,10 @@ def _evict_pods(evictor: Any, plugin: str, excluded: set[str], pods: list[Pod], 
             pod_usage = usage_client.pod_usage(pod)
         except NotSupportedError:
             unconstrained = True
-        except UsageError:
+        except UsageError as e:
+            # Upstream logs "unable to get pod usage" and moves on to the next pod; here it is said.
+            warn(f"{plugin}: pod {pod.key} on node {src.node.name} not considered for eviction: {e} (usage-based "
+                 "balancing needs each candidate pod's PodMetrics)")
             continue
         try:
             ok = evictor.evict(pod, EvictOptions(reason=reason, plugin=plugin))

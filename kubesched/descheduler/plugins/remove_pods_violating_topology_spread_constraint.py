@@ -304,10 +304,14 @@ class _LabelIndex:
                 by_value = self.by_key.get(r.key)
                 if by_value is None:
                     by_value = {}
+                    key = r.key
                     for p in self.pods:
-                        v = p.labels.get(r.key)
+                        v = p.meta.labels.get(key)
                         if v is not None:
-                            by_value.setdefault(v, []).append(p)
+                            lst = by_value.get(v)
+                            if lst is None:
+                                by_value[v] = lst = []
+                            lst.append(p)
                     self.by_key[r.key] = by_value
                 return by_value.get(r.values[0], []), len(selector.requirements) == 1
         return self.pods, not selector.requirements

@@ -16,7 +16,7 @@ from kubesched.api import fields
 from kubesched.api.objects import Pod
 from kubesched.cluster.state import ClusterState, NodeInfo
 from kubesched.config.plugin_args import PluginArgs
-from kubesched.scheduler.framework import ClusterEvent, CycleState, PreScorePlugin, ScorePlugin, Status, skip
+from kubesched.scheduler.framework import SUCCESS, ClusterEvent, CycleState, PreScorePlugin, ScorePlugin, Status, skip
 from kubesched.scheduler.plugins import resource_allocation as ra
 
 PRE_SCORE_KEY = "PreScoreNodeResourcesBalancedAllocation"
@@ -52,7 +52,7 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
         if not req.any():
             return skip()
         state.write(PRE_SCORE_KEY, req)
-        return Status()
+        return SUCCESS
 
     def _pod_req(self, state: CycleState, pod: Pod) -> np.ndarray:
         req = state.read(PRE_SCORE_KEY)
@@ -67,16 +67,20 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
         if len(self.resources) == 2 and ra.plain_columns_apply(cluster, self.resources):
             t = cluster.table
 
-            def full() -> np.ndarray:
-                cols = ra.plain_columns(cluster, np.arange(t.n), self.resources, pod_req, True)
+            def some(at: np.ndarray) -> np.ndarray:
+                cols = ra.plain_columns(cluster, at, self.resources, pod_req, True)
                 assert cols is not None
                 return ra.balanced_columns(cols)
+
+            def full() -> np.ndarray:
+                return some(np.arange(t.n))
 
             def one(r: int) -> int:
                 return ra.balanced_one(t, r, self.resources, pod_req)
 
-            # A node's score reads only that node's numbers: kept per request shape, row by row.
-            return self._row_cache.values(t, ("balanced", pod_req.tobytes()), full, one)[rows]
+            # A node's score reads only that node's numbers: kept per request shape, row by row (or over
+            # the changed rows at once when many changed since this shape was last scored).
+            return self._row_cache.values(t, ("balanced", pod_req.tobytes()), full, one, some)[rows]
         cols = ra.plain_columns(cluster, rows, self.resources, pod_req, True)
         if cols is not None:
             return ra.balanced_columns(cols)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from kubesched.api.objects import Pod
 from kubesched.client.interface import ApiError
 from kubesched.config.plugin_args import no_args
-from kubesched.scheduler.framework import BindPlugin, Code, CycleState, Status
+from kubesched.scheduler.framework import SUCCESS, BindPlugin, Code, CycleState, Status
 
 
 class DefaultBinder(BindPlugin):
@@ -18,4 +18,4 @@ class DefaultBinder(BindPlugin):
         except ApiError as e:
             # A 409 (bound by someone else) or any refusal: the binding cycle fails and the pod is forgotten.
             return Status(Code.ERROR, [f"binding rejected: {e.message}"])
-        return Status()
+        return SUCCESS

@@ -20,7 +20,7 @@ from kubesched.api.objects import Pod, PodDisruptionBudget
 from kubesched.cluster.events import Event, EventType
 from kubesched.cluster.state import NodeInfo
 from kubesched.config.plugin_args import PluginArgs
-from kubesched.scheduler.framework import ClusterEvent, Code, CycleState, PostFilterPlugin, PostFilterResult, Status
+from kubesched.scheduler.framework import SUCCESS, ClusterEvent, Code, CycleState, PostFilterPlugin, PostFilterResult, Status
 from kubesched.scheduler.preemption import (
     Evaluator,
     Victims,
@@ -177,7 +177,7 @@ class DefaultPreemption(PostFilterPlugin):
                 if not st.is_success:
                     return False, st
                 victims.append(p)
-            return fits, Status()
+            return fits, SUCCESS
 
         for p in violating:
             fits, st = reprieve(p)
@@ -191,7 +191,7 @@ class DefaultPreemption(PostFilterPlugin):
                 return [], 0, Status(Code.ERROR, [st.message])
         if violating and non_violating:
             victims.sort(key=key)
-        return victims, num_violating, Status()
+        return victims, num_violating, SUCCESS
 
 
 def _counted(pod: Pod | None) -> bool:

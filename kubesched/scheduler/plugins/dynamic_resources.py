@@ -16,6 +16,7 @@ from kubesched.api.objects import Pod
 from kubesched.cluster.state import ClusterState, NodeInfo
 from kubesched.config.plugin_args import PluginArgs
 from kubesched.scheduler.framework import (
+    SUCCESS,
     ClusterEvent,
     CycleState,
     FilterPlugin,
@@ -68,4 +69,4 @@ class DynamicResources(PreFilterPlugin, FilterPlugin):
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
         if resource_claims(pod):
             return unresolvable(ERR_REASON_NOT_MODELLED)
-        return Status()
+        return SUCCESS

@@ -7,12 +7,13 @@ arithmetic; `node_static_mask` and `pod_cache_key` memoise per pod shape.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
+from typing import Any
 
 import numpy as np
 
 from kubesched.api.objects import Pod
-from kubesched.cluster.state import ClusterState
-from kubesched.scheduler.framework import MAX_NODE_SCORE, ShapeCache
+from kubesched.cluster.state import ClusterState, NodeInfo
+from kubesched.scheduler.framework import MAX_NODE_SCORE, ShapeCache, all_pass
 from kubesched.scheduler.plugins.gomath import go_div_array
 
 
@@ -39,12 +40,27 @@ def default_normalize_score(scores: np.ndarray, reverse: bool = False, max_prior
 
 
 def node_static_mask(cache: ShapeCache, cluster: ClusterState, key: Hashable,
-                     compute: Callable[[], np.ndarray]) -> np.ndarray:
+                     compute: Callable[[], np.ndarray],
+                     per_row: Callable[[NodeInfo], Any] | None = None) -> np.ndarray:
     """A bool (or int) vector over every table row that depends only on node objects and a pod's shape.
 
-    Memoised per (cluster, shape) until any node object changes; 10,000 pods of one workload pay once.
+    Memoised per (cluster, shape); 10,000 pods of one workload pay once. When node objects change, only
+    their rows are recomputed with `per_row` (the value of one node); without it the vector is dropped.
     """
-    return cache.get(cluster, (id(cluster), key), compute)  # type: ignore[no-any-return]
+    return cache.get(cluster, (id(cluster), key), compute, per_row)  # type: ignore[no-any-return]
+
+
+def node_static_filter(cache: ShapeCache, cluster: ClusterState, key: Hashable, passes: Callable[[NodeInfo], bool],
+                       rows: np.ndarray, compute: Callable[[], np.ndarray] | None = None) -> np.ndarray:
+    """A node-static Filter verdict over `rows`: `node_static_mask` of `passes`, or the shared all-pass
+    mask (`framework.all_pass`) when every node passes."""
+    def full() -> np.ndarray:
+        return np.fromiter((passes(i) for i in cluster.node_infos), dtype=bool, count=cluster.num_nodes)
+
+    e = cache.entry(cluster, (id(cluster), key), compute or full, passes)
+    if e.every is None:
+        e.every = bool(e.value.all())
+    return all_pass(len(rows)) if e.every else e.value[rows]  # type: ignore[no-any-return]
 
 
 def pod_cache_key(pod: Pod, name: str, compute: Callable[[], Hashable]) -> Hashable:

@@ -15,7 +15,7 @@ import numpy as np
 from kubesched.api.objects import Node, Pod
 from kubesched.cluster.state import ClusterState, NodeInfo
 from kubesched.config.plugin_args import no_args
-from kubesched.scheduler.framework import MAX_NODE_SCORE, ClusterEvent, CycleState, ScorePlugin, ShapeCache, Status
+from kubesched.scheduler.framework import MAX_NODE_SCORE, SUCCESS, ClusterEvent, CycleState, ScorePlugin, ShapeCache, Status
 from kubesched.scheduler.plugins.gomath import go_div, go_div_array
 from kubesched.scheduler.plugins.helper import node_static_mask, pod_cache_key
 
@@ -88,7 +88,7 @@ class ImageLocality(ScorePlugin):
             size = sizes.get(name)
             if size is not None:
                 total_score += scaled_image_score(size, num_nodes.get(name, 0), total)
-        return calculate_priority(total_score, len(images)), Status()
+        return calculate_priority(total_score, len(images)), SUCCESS
 
     def _all_sizes(self, cluster: ClusterState) -> list[dict[str, int]]:
         """Every node's image sizes by table row, built once per node generation."""
@@ -110,6 +110,9 @@ class ImageLocality(ScorePlugin):
         return node_static_mask(self._cache, cluster, ("image", name), compute)
 
     def score_nodes(self, state: CycleState, pod: Pod, cluster: ClusterState, rows: np.ndarray) -> np.ndarray:
+        if not cluster.image_num_nodes():
+            # No node reports an image: every sum is 0, below the threshold, so every score is 0.
+            return np.zeros(len(rows), dtype=np.int64)
         images = pod_images(pod)
 
         def compute() -> np.ndarray:

@@ -32,6 +32,7 @@ from kubesched.cluster.state import ClusterState, NodeInfo
 from kubesched.config.plugin_args import PluginArgs
 from kubesched.scheduler.framework import (
     MAX_NODE_SCORE,
+    SUCCESS,
     ClusterEvent,
     Code,
     CycleState,
@@ -233,7 +234,7 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         if not existing.positive_keys() and not req_aff and not req_anti:
             return None, skip()
         state.write(PRE_FILTER_KEY, PreFilterState(pod, req_aff, req_anti, ns_labels, existing, affinity, anti))
-        return None, Status()
+        return None, SUCCESS
 
     # ------------------------------------------------------------ AddPod / RemovePod
 
@@ -242,14 +243,14 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         if s is None:
             return error(f'reading "{PRE_FILTER_KEY}" from cycleState: not found')
         s.update_with_pod(pod_to_add, node_info.node.labels, 1)
-        return Status()
+        return SUCCESS
 
     def remove_pod(self, state: CycleState, pod_to_schedule: Pod, pod_to_remove: Pod, node_info: NodeInfo) -> Status:
         s = state.read(PRE_FILTER_KEY)
         if s is None:
             return error(f'reading "{PRE_FILTER_KEY}" from cycleState: not found')
         s.update_with_pod(pod_to_remove, node_info.node.labels, -1)
-        return Status()
+        return SUCCESS
 
     # ------------------------------------------------------------ Filter
 
@@ -275,7 +276,7 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         for key in s.existing_anti_affinity.positive_keys():
             if s.existing_anti_affinity.has_positive(key, labels):
                 return Status(Code.UNSCHEDULABLE, [ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH])
-        return Status()
+        return SUCCESS
 
     def filter_nodes(self, state: CycleState, pod: Pod, cluster: ClusterState, rows: np.ndarray) -> np.ndarray | None:
         s = state.read(PRE_FILTER_KEY)
@@ -357,7 +358,7 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         if not touched:
             return skip()
         state.write(PRE_SCORE_KEY, PreScoreState(scores))
-        return Status()
+        return SUCCESS
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status]:
         s = state.read(PRE_SCORE_KEY)
@@ -369,7 +370,7 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             code = topo.code_of(labels)
             if code is not None:
                 total += int(per_domain[code])
-        return total, Status()
+        return total, SUCCESS
 
     def score_nodes(self, state: CycleState, pod: Pod, cluster: ClusterState, rows: np.ndarray) -> np.ndarray | None:
         s = state.read(PRE_SCORE_KEY)
@@ -385,7 +386,7 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         if s is None:
             return error(f'reading "{PRE_SCORE_KEY}" from cycleState: not found')
         if not s.scores or not len(scores):
-            return Status()
+            return SUCCESS
         lo, hi = int(scores.min()), int(scores.max())
         diff = hi - lo
         if diff > 0:
@@ -394,4 +395,4 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             scores[:] = np.trunc(f).astype(np.int64)
         else:
             scores[:] = 0
-        return Status()
+        return SUCCESS

@@ -46,6 +46,7 @@ from kubesched.metrics.base import Metrics, MetricsFeed, absolute_usage, clock_d
 from kubesched.metrics.kubernetes_metrics import attach_nodes, snapshot_metrics
 from kubesched.scheduler.framework import (
     MAX_NODE_SCORE,
+    SUCCESS,
     ClusterEvent,
     CycleState,
     FilterPlugin,
@@ -550,7 +551,7 @@ class LoadAwareScheduling(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlu
 
     def pre_filter(self, state: CycleState, pod: Pod, cluster: ClusterState) -> tuple[PreFilterResult | None, Status]:
         self._incoming(state, pod)
-        return None, Status()
+        return None, SUCCESS
 
     def _incoming(self, state: CycleState, pod: Pod) -> np.ndarray:
         v = state.read(INCOMING_KEY)
@@ -601,7 +602,7 @@ class LoadAwareScheduling(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlu
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
         node = node_info.node
         if any(o.kind == "DaemonSet" for o in pod.meta.owner_references):
-            return Status()
+            return SUCCESS
         usage_t, prod_t, agg = self._filter_profile(node)
         prod_pod = prod_t is not None and bool(prod_t.any()) and koord.priority_class(pod) == koord.PRIORITY_PROD
         is_agg = False
@@ -613,16 +614,16 @@ class LoadAwareScheduling(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlu
         else:
             thresholds = usage_t
         if thresholds is None or not thresholds.any():
-            return Status()
+            return SUCCESS
         st = self.node_state(node)
         if not st.found:
-            return Status()
+            return SUCCESS
         if self.args.filter_expired_node_metrics and self.args.node_metric_expiration_seconds and self._expired(st):
             if not self.args.enable_schedule_when_node_metrics_expired:
                 return unschedulable(REASON_EXPIRED)
-            return Status()
+            return SUCCESS
         if not st.has_usage:
-            return Status()
+            return SUCCESS
         agg_type, agg_duration = ("", 0.0)
         if not prod_pod and is_agg and agg is not None:
             agg_type, agg_duration = agg["type"], agg["duration"]
@@ -635,7 +636,7 @@ class LoadAwareScheduling(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlu
             if usage <= limit:
                 continue
             return unschedulable((REASON_AGGREGATED if is_agg else REASON_USAGE).format(self.resources[i]))
-        return Status()
+        return SUCCESS
 
     # ------------------------------------------------------------ the vectorised forms
 
@@ -735,7 +736,7 @@ class LoadAwareScheduling(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlu
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status]:
         if self.score_weights is None:
-            return 0, Status()
+            return 0, SUCCESS
         node = node_info.node
         prod_pod = self.args.score_according_prod_usage and koord.priority_class(pod) == koord.PRIORITY_PROD
         agg_type, agg_duration = "", 0.0
@@ -744,11 +745,11 @@ class LoadAwareScheduling(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlu
             agg_type, agg_duration = aggregated.score_aggregation_type, aggregated.score_aggregated_duration
         st = self.node_state(node)
         if not st.found:
-            return 0, Status()
+            return 0, SUCCESS
         if self.args.node_metric_expiration_seconds and self._expired(st):
-            return 0, Status()
+            return 0, SUCCESS
         if not st.has_usage:
-            return 0, Status()
+            return 0, SUCCESS
         estimated = self.estimated_existing(st, prod_pod, agg_type, agg_duration) + self._incoming(state, pod)
         return self.scorer(estimated[None, :], self.allocatable(node)[None, :])[0], Status()
 
@@ -790,7 +791,7 @@ class LoadAwareScheduling(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlu
     def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status:
         if self._where.get(pod.key) != node_name:
             self.assign(node_name, pod)
-        return Status()
+        return SUCCESS
 
     def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
         self.unassign(pod)

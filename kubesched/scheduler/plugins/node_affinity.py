@@ -33,6 +33,7 @@ from kubesched.cluster.state import ClusterState, NodeInfo
 from kubesched.config.plugin_args import PluginArgs
 from kubesched.errors import InputError
 from kubesched.scheduler.framework import (
+    SUCCESS,
     ClusterEvent,
     Code,
     CycleState,
@@ -43,10 +44,17 @@ from kubesched.scheduler.framework import (
     ScorePlugin,
     ShapeCache,
     Status,
+    all_pass,
+    is_all_pass,
     skip,
     unresolvable,
 )
-from kubesched.scheduler.plugins.helper import default_normalize_score, node_static_mask, pod_cache_key
+from kubesched.scheduler.plugins.helper import (
+    default_normalize_score,
+    node_static_filter,
+    node_static_mask,
+    pod_cache_key,
+)
 
 ERR_REASON_POD = "node(s) didn't match Pod's node affinity/selector"
 ERR_REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
@@ -54,6 +62,8 @@ ERR_REASON_CONFLICT = "pod affinity terms conflict"
 OBJECT_NAME_FIELD = "metadata.name"
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+# Up to this many rows, a pod shape without a cached mask is evaluated on those rows only.
+FEW_ROWS = 16
 
 
 # ---------------------------------------------------------------- args (NodeAffinityArgs)
@@ -273,13 +283,13 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
         if required is None and self.added_node_selector is None and not has_node_selector_field(pod):
             return None, skip()
         if required is None or not required.terms:
-            return None, Status()
+            return None, SUCCESS
         names = _term_node_names(required.terms)
         if names is None:
-            return None, Status()
+            return None, SUCCESS
         if not names:
             return None, unresolvable(ERR_REASON_CONFLICT)
-        return PreFilterResult(names), Status()
+        return PreFilterResult(names), SUCCESS
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
         node = node_info.node
@@ -287,29 +297,35 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
             return unresolvable(ERR_REASON_ENFORCED)
         if not required_node_affinity_matches(pod, node.labels, node.name):
             return unresolvable(ERR_REASON_POD)
-        return Status()
+        return SUCCESS
 
     def _pod_shape(self, pod: Pod) -> Hashable:
         return pod_cache_key(pod, "NodeAffinity/required",
                              lambda: (tuple(sorted(pod.node_selector.items())), pod.affinity.node_required))
 
     def filter_nodes(self, state: CycleState, pod: Pod, cluster: ClusterState, rows: np.ndarray) -> np.ndarray:
-        mask = np.ones(len(rows), dtype=bool)
         added = self.added_node_selector
+        mask: np.ndarray | None = None
         if added is not None:
-            def compute_added() -> np.ndarray:
-                return np.fromiter((added.matches(i.node.labels, i.node.name) for i in cluster.node_infos),
-                                   dtype=bool, count=cluster.num_nodes)
-            mask &= node_static_mask(self._cache, cluster, ("added",), compute_added)[rows]
+            mask = node_static_filter(self._cache, cluster, ("added",),
+                                      lambda i: added.matches(i.node.labels, i.node.name), rows)
         if not pod.node_selector and pod.affinity.node_required is None:
-            return mask
+            return mask if mask is not None else all_pass(len(rows))
 
-        def compute_pod() -> np.ndarray:
-            return np.fromiter((required_node_affinity_matches(pod, i.node.labels, i.node.name)
-                                for i in cluster.node_infos), dtype=bool, count=cluster.num_nodes)
+        def passes(i: NodeInfo) -> bool:
+            return required_node_affinity_matches(pod, i.node.labels, i.node.name)
 
-        mask &= node_static_mask(self._cache, cluster, ("pod", self._pod_shape(pod)), compute_pod)[rows]
-        return mask
+        key = ("pod", self._pod_shape(pod))
+        if len(rows) <= FEW_ROWS and self._cache.peek(cluster, (id(cluster), key)) is None:
+            # A few nodes (PreFilterResult's named nodes, a nominated node) of a shape not seen yet: pinned
+            # pods each have their own shape, so a mask over every node would be computed for nothing.
+            infos = cluster.node_infos
+            m = np.fromiter((passes(infos[r]) for r in rows.tolist()), dtype=bool, count=len(rows))
+        else:
+            m = node_static_filter(self._cache, cluster, key, passes, rows)
+        if mask is None or is_all_pass(mask):
+            return m
+        return mask if is_all_pass(m) else mask & m
 
     # ------------------------------------------------------------ score
 
@@ -320,13 +336,13 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
         if bad is not None:
             return Status(Code.ERROR, [f"spec.affinity.nodeAffinity.{PREFERRED}[{bad}].preference: "
                                        "invalid node selector term"])
-        return Status()
+        return SUCCESS
 
     def _terms(self, pod: Pod) -> tuple[PreferredSchedulingTerm, ...]:
         return (self.added_pref_terms or ()) + pod.affinity.node_preferred
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status]:
-        return preferred_score(self._terms(pod), node_info.node.labels, node_info.node.name), Status()
+        return preferred_score(self._terms(pod), node_info.node.labels, node_info.node.name), SUCCESS
 
     def score_nodes(self, state: CycleState, pod: Pod, cluster: ClusterState, rows: np.ndarray) -> np.ndarray:
         terms = self._terms(pod)
@@ -337,8 +353,11 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
             return np.fromiter((preferred_score(terms, i.node.labels, i.node.name) for i in cluster.node_infos),
                                dtype=np.int64, count=cluster.num_nodes)
 
-        return node_static_mask(self._cache, cluster, ("score", pod.affinity.node_preferred), compute)[rows]
+        def one(i: NodeInfo) -> int:
+            return preferred_score(terms, i.node.labels, i.node.name)
+
+        return node_static_mask(self._cache, cluster, ("score", pod.affinity.node_preferred), compute, one)[rows]
 
     def normalize_score(self, state: CycleState, pod: Pod, scores: np.ndarray, rows: np.ndarray) -> Status:
         default_normalize_score(scores, reverse=False)
-        return Status()
+        return SUCCESS

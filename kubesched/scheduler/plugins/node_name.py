@@ -9,8 +9,17 @@ import numpy as np
 from kubesched.api.objects import Pod
 from kubesched.cluster.state import ClusterState, NodeInfo
 from kubesched.config.plugin_args import no_args
-from kubesched.scheduler.framework import ClusterEvent, CycleState, FilterPlugin, ShapeCache, Status, unresolvable
-from kubesched.scheduler.plugins.helper import node_static_mask
+from kubesched.scheduler.framework import (
+    SUCCESS,
+    ClusterEvent,
+    CycleState,
+    FilterPlugin,
+    ShapeCache,
+    Status,
+    all_pass,
+    unresolvable,
+)
+from kubesched.scheduler.plugins.helper import node_static_filter
 
 ERR_REASON = "node(s) didn't match the requested node name"
 
@@ -33,12 +42,12 @@ class NodeName(FilterPlugin):
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
         if not fits(pod, node_info):
             return unresolvable(ERR_REASON)
-        return Status()
+        return SUCCESS
 
     def filter_nodes(self, state: CycleState, pod: Pod, cluster: ClusterState, rows: np.ndarray) -> np.ndarray:
         wanted = pod.node_name
         if not wanted:
-            return np.ones(len(rows), dtype=bool)
+            return all_pass(len(rows))
 
         def compute() -> np.ndarray:
             out = np.zeros(cluster.num_nodes, dtype=bool)
@@ -47,4 +56,4 @@ class NodeName(FilterPlugin):
                 out[info.index] = True
             return out
 
-        return node_static_mask(self._masks, cluster, wanted, compute)[rows]
+        return node_static_filter(self._masks, cluster, wanted, lambda info: info.node.name == wanted, rows, compute)

@@ -15,6 +15,7 @@ from kubesched.api.objects import Pod
 from kubesched.cluster.state import ClusterState, NodeInfo, host_ports_of
 from kubesched.config.plugin_args import no_args
 from kubesched.scheduler.framework import (
+    SUCCESS,
     ClusterEvent,
     Code,
     CycleState,
@@ -65,7 +66,7 @@ class NodePorts(PreFilterPlugin, FilterPlugin):
         if not ports:
             return None, skip()
         state.write(PRE_FILTER_KEY, ports)
-        return None, Status()
+        return None, SUCCESS
 
     def _wanted(self, state: CycleState, pod: Pod) -> tuple[HostPort, ...]:
         ports = state.read(PRE_FILTER_KEY)
@@ -74,7 +75,7 @@ class NodePorts(PreFilterPlugin, FilterPlugin):
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
         if not fits_ports(self._wanted(state, pod), node_info):
             return Status(Code.UNSCHEDULABLE, [ERR_REASON])
-        return Status()
+        return SUCCESS
 
     def filter_nodes(self, state: CycleState, pod: Pod, cluster: ClusterState, rows: np.ndarray) -> np.ndarray:
         wanted = self._wanted(state, pod)

@@ -21,6 +21,7 @@ from kubesched.cluster.state import ClusterState, NodeInfo
 from kubesched.config.plugin_args import PluginArgs
 from kubesched.errors import InputError
 from kubesched.scheduler.framework import (
+    SUCCESS,
     ClusterEvent,
     Code,
     CycleState,
@@ -131,6 +132,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         strategy = args.scoring_strategy
         self.strategy = strategy.type
         self._row_cache = ra.RowCache()
+        self._checks_memo: dict[int, tuple[Any, Any, list[tuple[int, int]], Any]] = {}
         self.resources = [r.name for r in strategy.resources]
         self.weights = np.array([r.weight for r in strategy.resources], dtype=np.int64)
         # MaxCustomPriorityScore is 10: shape scores scale to the scheduler's 0..100.
@@ -144,7 +146,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
 
     def pre_filter(self, state: CycleState, pod: Pod, cluster: ClusterState) -> tuple[PreFilterResult | None, Status]:
         state.write(PRE_FILTER_KEY, scheduler_request(pod))
-        return None, Status()
+        return None, SUCCESS
 
     def _checked(self, request: dict[str, int]) -> list[str]:
         """Resources the filter compares, in upstream's order (cpu, memory, ephemeral-storage, scalars)."""
@@ -174,7 +176,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
                     code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
         if reasons:
             return Status(code, reasons)
-        return Status()
+        return SUCCESS
 
     def filter_statuses(self, state: CycleState, pod: Pod, cluster: ClusterState,
                         rows: np.ndarray) -> list[Status] | None:
@@ -212,28 +214,37 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         if request is None:
             request = scheduler_request(pod)
         t = cluster.table
-        checks = [(t.ensure_resource(r), request[r]) for r in self._checked(request)]
+        # Requests are shared by the pods of one shape (memo_by_shape): their checks are worked out once.
+        memo = self._checks_memo.get(id(request))
+        if memo is None or memo[0] is not request or memo[1] is not t:
+            checks = [(t.ensure_resource(r), request[r]) for r in self._checked(request)]
+            if len(self._checks_memo) > 256:
+                self._checks_memo.clear()
+            memo = self._checks_memo[id(request)] = (request, t, checks,
+                                                     ("fit", tuple((t.resources[col], v) for col, v in checks)))
+        checks, key = memo[2], memo[3]
+
+        def some(rows: Any) -> np.ndarray:
+            mask = t.pod_count[rows] < t.allowed_pods[rows]
+            for col, v in checks:
+                mask &= t.requested[:, col][rows] <= t.alloc[:, col][rows] - v
+            return mask  # type: ignore[no-any-return]
 
         def full() -> np.ndarray:
-            n = t.n
-            mask = t.pod_count[:n] < t.allowed_pods[:n]
-            for col, v in checks:
-                mask &= t.requested[:n, col] <= t.alloc[:n, col] - v
-            return mask
+            return some(slice(0, t.n))
 
         def one(r: int) -> bool:
             return bool(int(t.pod_count[r]) < int(t.allowed_pods[r])
                         and all(int(t.requested[r, col]) <= int(t.alloc[r, col]) - v for col, v in checks))
 
         # The verdict on a node reads only that node's numbers: kept per request shape, row by row.
-        key = ("fit", tuple((t.resources[col], v) for col, v in checks))
-        return self._row_cache.values(t, key, full, one)[rows]
+        return self._row_cache.values(t, key, full, one, some)[rows]
 
     # ------------------------------------------------------------ score
 
     def pre_score(self, state: CycleState, pod: Pod, cluster: ClusterState, rows: np.ndarray) -> Status:
         state.write(PRE_SCORE_KEY, ra.pod_request_list(pod, self.resources, use_requested=False))
-        return Status()
+        return SUCCESS
 
     def _scorer(self, requested: np.ndarray, alloc: np.ndarray) -> np.ndarray:
         if self.strategy == LEAST_ALLOCATED:
@@ -255,14 +266,17 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         if self.strategy == LEAST_ALLOCATED and ra.plain_columns_apply(cluster, self.resources):
             t = cluster.table
 
-            def full() -> np.ndarray:
-                cols = ra.plain_columns(cluster, np.arange(t.n), self.resources, pod_req, False)
+            def some(at: np.ndarray) -> np.ndarray:
+                cols = ra.plain_columns(cluster, at, self.resources, pod_req, False)
                 assert cols is not None
                 return ra.least_allocated_columns(cols, self.weights)
+
+            def full() -> np.ndarray:
+                return some(np.arange(t.n))
 
             def one(r: int) -> int:
                 return ra.least_allocated_one(t, r, self.resources, pod_req, self.weights, False)
 
-            return self._row_cache.values(t, ("least", pod_req.tobytes()), full, one)[rows]
+            return self._row_cache.values(t, ("least", pod_req.tobytes()), full, one, some)[rows]
         requested, alloc = ra.allocatable_requested(cluster, rows, self.resources, pod_req, False)
         return self._scorer(requested, alloc)

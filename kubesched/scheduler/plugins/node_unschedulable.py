@@ -13,8 +13,17 @@ import numpy as np
 from kubesched.api.objects import Pod, Taint, tolerations_tolerate_taint
 from kubesched.cluster.state import ClusterState, NodeInfo
 from kubesched.config.plugin_args import no_args
-from kubesched.scheduler.framework import ClusterEvent, CycleState, FilterPlugin, ShapeCache, Status, unresolvable
-from kubesched.scheduler.plugins.helper import node_static_mask, pod_cache_key
+from kubesched.scheduler.framework import (
+    SUCCESS,
+    ClusterEvent,
+    CycleState,
+    FilterPlugin,
+    ShapeCache,
+    Status,
+    all_pass,
+    unresolvable,
+)
+from kubesched.scheduler.plugins.helper import node_static_filter, pod_cache_key
 
 TAINT_NODE_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
 ERR_REASON_UNKNOWN_CONDITION = "node(s) had unknown conditions"
@@ -44,11 +53,11 @@ class NodeUnschedulable(FilterPlugin):
             return unresolvable(ERR_REASON_UNKNOWN_CONDITION)
         if node_info.node.unschedulable and not tolerates_unschedulable(pod):
             return unresolvable(ERR_REASON_UNSCHEDULABLE)
-        return Status()
+        return SUCCESS
 
     def filter_nodes(self, state: CycleState, pod: Pod, cluster: ClusterState, rows: np.ndarray) -> np.ndarray:
         if tolerates_unschedulable(pod):
-            return np.ones(len(rows), dtype=bool)
+            return all_pass(len(rows))
 
         def compute() -> np.ndarray:
             out = np.ones(cluster.num_nodes, dtype=bool)
@@ -57,4 +66,5 @@ class NodeUnschedulable(FilterPlugin):
                     out[info.index] = False
             return out
 
-        return node_static_mask(self._masks, cluster, "schedulable", compute)[rows]
+        return node_static_filter(self._masks, cluster, "schedulable", lambda info: not info.node.unschedulable,
+                                  rows, compute)

@@ -20,16 +20,21 @@ from kubesched.api.objects import Pod
 from kubesched.cluster.state import ClusterState, NodeInfo
 from kubesched.config.plugin_args import no_args
 from kubesched.scheduler.framework import (
+    SUCCESS,
     ClusterEvent,
     Code,
     CycleState,
     FilterPlugin,
     PreFilterPlugin,
     PreFilterResult,
+    ShapeCache,
     Status,
+    all_pass,
+    is_all_pass,
     skip,
     unresolvable,
 )
+from kubesched.scheduler.plugins.helper import node_static_filter
 from kubesched.scheduler.plugins.volume_util import (
     ANN_MIGRATED_PLUGINS,
     StorageIndex,
@@ -110,6 +115,12 @@ def get_volume_limits(node_info: NodeInfo, csi_node: dict[str, Any] | None) -> d
     return limits
 
 
+def _no_attach_limits(info: NodeInfo) -> bool:
+    """Whether the node's allocatable names no attachable-volumes-* limit (then, without a CSINode, it
+    admits any volume)."""
+    return not any(k.startswith(ATTACHABLE_VOLUMES_PREFIX) for k in info.allocatable)
+
+
 class _LookupError(Exception):
     def __init__(self, message: str, not_found: bool) -> None:
         super().__init__(message)
@@ -122,6 +133,7 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
 
     def __init__(self, args: Any, handle: Any) -> None:
         super().__init__(args, handle)
+        self._limits = ShapeCache(limit=4)
 
     def events_to_register(self) -> list[ClusterEvent]:
         return [ClusterEvent("CSINode", ("add", "update")), ClusterEvent("Pod", ("delete",)),
@@ -131,7 +143,7 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
         for v in pod.volumes:
             if (isinstance(v.get("persistentVolumeClaim"), dict) or v.get("ephemeral") is not None
                     or _in_tree_source(v) is not None):
-                return None, Status()
+                return None, SUCCESS
         return None, skip()
 
     # ------------------------------------------------------------ counting
@@ -205,7 +217,7 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
 
     def _filter(self, cluster: ClusterState, pod: Pod, node_info: NodeInfo) -> Status:
         if not pod.volumes:
-            return Status()
+            return SUCCESS
         idx = storage_index(cluster)
         csi_node = idx.csi_nodes.get(node_info.node.name)
         new_volumes: dict[str, str] = {}
@@ -214,10 +226,10 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
         except _LookupError as e:
             return unresolvable(str(e)) if e.not_found else Status(Code.ERROR, [str(e)])
         if not new_volumes:
-            return Status()
+            return SUCCESS
         limits = get_volume_limits(node_info, csi_node)
         if not limits:
-            return Status()
+            return SUCCESS
         attached: dict[str, str] = {}
         try:
             for p in node_info.pods.values():
@@ -232,13 +244,42 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
             limit = limits.get(key)
             if limit is not None and attached_count[key] + count > limit:
                 return Status(Code.UNSCHEDULABLE, [ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED])
-        return Status()
+        return SUCCESS
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
         return self._filter(self.handle.cluster, pod, node_info)
 
     def filter_nodes(self, state: CycleState, pod: Pod, cluster: ClusterState, rows: np.ndarray) -> np.ndarray:
         if not pod.volumes:
-            return np.ones(len(rows), dtype=bool)  # what _filter answers on every node
+            return all_pass(len(rows))
+        idx = storage_index(cluster)
         infos = cluster.node_infos
-        return np.fromiter((self._filter(cluster, pod, infos[r]).is_success for r in rows), dtype=bool, count=len(rows))
+        # Nodes without a CSINode object all see the pod's volumes alike (no migration, no CSI limits):
+        # whether the pod adds countable volumes is worked out once, and only nodes that publish
+        # attachable-volume limits need their pods' volumes counted.
+        new_volumes: dict[str, str] = {}
+        try:
+            self._attachable(cluster, idx, pod, None, True, new_volumes)
+        except _LookupError:
+            plain = np.zeros(len(rows), dtype=bool)
+        else:
+            if not new_volumes:
+                plain = all_pass(len(rows))
+            else:
+                unlimited = node_static_filter(self._limits, cluster, "unlimited", _no_attach_limits, rows)
+                plain = unlimited
+                if not is_all_pass(unlimited):
+                    plain = np.ones(len(rows), dtype=bool)
+                    for i in np.flatnonzero(~unlimited):
+                        plain[i] = self._filter(cluster, pod, infos[rows[i]]).is_success
+        if not idx.csi_nodes:
+            return plain
+        by_name = cluster.node_info_by_name
+        csi_rows = np.fromiter((by_name[n].index for n in idx.csi_nodes if n in by_name), dtype=np.int64)
+        special = np.flatnonzero(np.isin(rows, csi_rows))
+        if not len(special):
+            return plain
+        out = plain.copy() if is_all_pass(plain) else plain
+        for i in special:
+            out[i] = self._filter(cluster, pod, infos[rows[i]]).is_success
+        return out

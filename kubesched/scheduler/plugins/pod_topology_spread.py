@@ -34,6 +34,7 @@ from kubesched.config.plugin_args import PluginArgs
 from kubesched.errors import InputError
 from kubesched.scheduler.framework import (
     MAX_NODE_SCORE,
+    SUCCESS,
     ClusterEvent,
     Code,
     CycleState,
@@ -193,6 +194,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         # System defaulting uses the built-in constraints (buildDefaultConstraints).
         self.default_constraints = SYSTEM_DEFAULT_CONSTRAINTS if self.system_defaulted else args.default_constraints
         self._node_masks = ShapeCache()
+        self._default_memo: dict[Any, tuple[Constraint, ...]] = {}
 
     def events_to_register(self) -> list[ClusterEvent]:
         return [ClusterEvent("Pod", ("add", "update", "delete")), ClusterEvent("Node", ("add", "update", "delete"))]
@@ -210,14 +212,28 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             if cached is None:
                 cached = pod.cache[key] = filter_constraints(pod.topology_spread_constraints, pod.labels, action)
             return cached  # type: ignore[no-any-return]
+        if not self.default_constraints:
+            return ()
+        idx = index_for(cluster)
+        # What the defaults give depends on the pod's labels, namespace and owner and on the workloads:
+        # pods of one workload share it (kept per index and workload generation, like default_selector).
+        owner = pod.controller_ref()
+        memo_key = (action, id(idx), idx.workload_generation, pod.namespace, frozenset(pod.labels.items()),
+                    None if owner is None else (owner.kind, owner.api_version, owner.name))
+        cached = self._default_memo.get(memo_key)
+        if cached is not None:
+            return cached
         defaults = filter_constraints(self.default_constraints, pod.labels, action)
-        if not defaults:
-            return ()
-        selector = index_for(cluster).default_selector(pod)
-        if selector.empty:
-            return ()
-        return tuple(Constraint(c.max_skew, c.topology_key, selector, c.min_domains, c.node_affinity_honor,
-                                c.node_taints_honor) for c in defaults)
+        out: tuple[Constraint, ...] = ()
+        if defaults:
+            selector = idx.default_selector(pod)
+            if not selector.empty:
+                out = tuple(Constraint(c.max_skew, c.topology_key, selector, c.min_domains, c.node_affinity_honor,
+                                       c.node_taints_honor) for c in defaults)
+        if len(self._default_memo) > 1024:
+            self._default_memo.clear()
+        self._default_memo[memo_key] = out
+        return out
 
     def _eligible_rows(self, cluster: ClusterState, pod: Pod, c: Constraint) -> np.ndarray | None:
         """Rows passing the constraint's node inclusion policies (None: every row)."""
@@ -233,11 +249,14 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         return mask
 
     def _policy_mask(self, cluster: ClusterState, key: Any, passes: Any) -> np.ndarray | None:
-        """A node-static mask memoised per pod shape; None when every node passes (no filtering needed)."""
-        def compute() -> tuple[np.ndarray | None]:
-            m = np.fromiter((passes(i) for i in cluster.node_infos), dtype=bool, count=cluster.num_nodes)
-            return (None if m.all() else m,)
-        return self._node_masks.get(cluster, key, compute)[0]  # type: ignore[no-any-return]
+        """A node-static mask memoised per pod shape (rows of changed nodes recomputed); None when every
+        node passes (no filtering needed)."""
+        def compute() -> np.ndarray:
+            return np.fromiter((passes(i) for i in cluster.node_infos), dtype=bool, count=cluster.num_nodes)
+        e = self._node_masks.entry(cluster, key, compute, passes)
+        if e.every is None:
+            e.every = bool(e.value.all())
+        return None if e.every else e.value  # type: ignore[no-any-return]
 
     @staticmethod
     def _matcher(pod: Pod, c: Constraint) -> PodMatcher | None:
@@ -280,7 +299,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         s = PreFilterState(constraints, topologies, counts, present, mins,
                            tuple(c.selector.matches(pod.labels) for c in constraints))
         state.write(PRE_FILTER_KEY, s)
-        return None, Status()
+        return None, SUCCESS
 
     # ------------------------------------------------------------ AddPod / RemovePod
 
@@ -296,11 +315,11 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         if s is None:
             return error(f'reading "{PRE_FILTER_KEY}" from cycleState: not found')
         if updated.namespace != preemptor.namespace:
-            return Status()
+            return SUCCESS
         node = node_info.node
         labels = node.labels
         if any(c.topology_key not in labels for c in s.constraints):
-            return Status()
+            return SUCCESS
         for i, c in enumerate(s.constraints):
             if not c.selector.matches(updated.labels):
                 continue
@@ -314,7 +333,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             s.counts[i][code] += delta
             s.present[i][code] = True
             s.recompute_min(i)
-        return Status()
+        return SUCCESS
 
     # ------------------------------------------------------------ Filter
 
@@ -330,7 +349,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             match_num = int(s.counts[i][code]) if code is not None else 0
             if match_num + s.self_match[i] - s.global_min(i) > c.max_skew:
                 return Status(Code.UNSCHEDULABLE, [ERR_REASON_CONSTRAINTS_NOT_MATCH])
-        return Status()
+        return SUCCESS
 
     def filter_nodes(self, state: CycleState, pod: Pod, cluster: ClusterState, rows: np.ndarray) -> np.ndarray | None:
         s = state.read(PRE_FILTER_KEY)
@@ -396,14 +415,14 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             domain_counts.append(cnt)
         state.write(PRE_SCORE_KEY, PreScoreState(constraints, topologies, domain_counts, domain_ids, weights,
                                                  frozenset(int(r) for r in ignored), matchers))
-        return Status()
+        return SUCCESS
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status]:
         s = state.read(PRE_SCORE_KEY)
         if s is None:
             return 0, error(f'reading "{PRE_SCORE_KEY}" from cycleState: not found')
         if node_info.index in s.ignored_rows:
-            return 0, Status()
+            return 0, SUCCESS
         labels = node_info.node.labels
         total = 0.0
         for i, c in enumerate(s.constraints):
@@ -416,7 +435,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
                 code = s.topologies[i].code_of(labels)
                 cnt = int(dc[code]) if code is not None else 0
             total += cnt * s.weights[i] + float(c.max_skew - 1)
-        return go_round(total), Status()
+        return go_round(total), SUCCESS
 
     def score_nodes(self, state: CycleState, pod: Pod, cluster: ClusterState, rows: np.ndarray) -> np.ndarray | None:
         s = state.read(PRE_SCORE_KEY)
@@ -444,7 +463,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         if s is None:
             return error(f'reading "{PRE_SCORE_KEY}" from cycleState: not found')
         if not len(scores):
-            return Status()
+            return SUCCESS
         if s.ignored_rows:
             ignored = np.isin(np.asarray(rows, dtype=np.int64), np.fromiter(s.ignored_rows, dtype=np.int64))
         else:
@@ -452,7 +471,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         kept = scores[~ignored]
         if not len(kept):
             scores[:] = 0
-            return Status()
+            return SUCCESS
         min_score = int(kept.min())
         max_score = max(int(kept.max()), 0)
         if max_score == 0:
@@ -462,7 +481,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             out = MAX_NODE_SCORE * (max_score + min_score - scores.astype(np.int64)) // max_score
         out[ignored] = 0
         scores[:] = out
-        return Status()
+        return SUCCESS
 
 
 def _has_all_keys(topologies: tuple[Topology, ...], n: int) -> np.ndarray | None:

@@ -9,6 +9,7 @@ bypass). The scorer function maps (requested, allocatable) matrices to one score
 from __future__ import annotations
 
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from fractions import Fraction
@@ -318,27 +319,36 @@ class RowCache:
     Pods of one shape ask the same question of every node; between two such pods only the rows the
     table logged as changed (usually the one node the last pod was bound to) can answer differently.
     An entry is computed once over all rows (`full`), then kept current by recomputing each changed row
-    with the scalar form (`one`); a new table, a new row or a reset log recomputes it whole.
+    with the scalar form (`one`), or, when many rows changed since the entry was last read (a shape
+    seen again after a while), with the vectorised form over just those rows (`some`); a new table, a
+    new row or a reset log recomputes it whole. The least recently read entry goes first.
     """
 
-    def __init__(self, limit: int = 32) -> None:
-        self._entries: dict[Hashable, list[Any]] = {}
+    def __init__(self, limit: int = 256, few: int = 8) -> None:
+        self._entries: OrderedDict[Hashable, list[Any]] = OrderedDict()
         self._limit = limit
+        self._few = few
 
     def values(self, t: NodeTable, key: Hashable, full: Callable[[], np.ndarray],
-               one: Callable[[int], Any]) -> np.ndarray:
+               one: Callable[[int], Any], some: Callable[[np.ndarray], np.ndarray] | None = None) -> np.ndarray:
         e = self._entries.get(key)
         log = t.changed_rows
         if e is None or e[0] is not t or e[1] != t.n or e[2] != t.changes_epoch:
-            if len(self._entries) >= self._limit:
-                self._entries.clear()
+            if e is None and len(self._entries) >= self._limit:
+                self._entries.popitem(last=False)
             e = [t, t.n, t.changes_epoch, len(log), full()]
             self._entries[key] = e
         elif e[3] != len(log):
             values = e[4]
-            for r in set(log[e[3]:]):
-                values[r] = one(r)
+            pending = log[e[3]:]
+            if some is not None and len(pending) > self._few:
+                changed = np.unique(np.array(pending, dtype=np.int64))
+                values[changed] = some(changed)
+            else:
+                for r in set(pending):
+                    values[r] = one(r)
             e[3] = len(log)
+        self._entries.move_to_end(key)
         return e[4]  # type: ignore[no-any-return]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kubesched.api.objects import Pod
 from kubesched.config.plugin_args import no_args
-from kubesched.scheduler.framework import ClusterEvent, Code, PreEnqueuePlugin, Status
+from kubesched.scheduler.framework import SUCCESS, ClusterEvent, Code, PreEnqueuePlugin, Status
 
 
 class SchedulingGates(PreEnqueuePlugin):
@@ -13,7 +13,7 @@ class SchedulingGates(PreEnqueuePlugin):
 
     def pre_enqueue(self, pod: Pod) -> Status:
         if not pod.scheduling_gates:
-            return Status()
+            return SUCCESS
         return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
                       [f"waiting for scheduling gates: [{' '.join(pod.scheduling_gates)}]"])
 

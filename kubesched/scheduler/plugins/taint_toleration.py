@@ -17,6 +17,7 @@ from kubesched.api.objects import Pod, Taint, Toleration, find_untolerated_taint
 from kubesched.cluster.state import ClusterState, NodeInfo
 from kubesched.config.plugin_args import no_args
 from kubesched.scheduler.framework import (
+    SUCCESS,
     ClusterEvent,
     CycleState,
     FilterPlugin,
@@ -26,7 +27,7 @@ from kubesched.scheduler.framework import (
     Status,
     unresolvable,
 )
-from kubesched.scheduler.plugins.helper import default_normalize_score, node_static_mask
+from kubesched.scheduler.plugins.helper import default_normalize_score, node_static_filter, node_static_mask
 
 PRE_SCORE_KEY = "PreScoreTaintToleration"
 ERR_REASON_UNTOLERATED = "node(s) had untolerated taint(s)"
@@ -58,7 +59,7 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
         if find_untolerated_taint(node_info.node.taints, pod.tolerations, DO_NOT_SCHEDULE_EFFECTS) is not None:
             return unresolvable(ERR_REASON_UNTOLERATED)
-        return Status()
+        return SUCCESS
 
     def filter_nodes(self, state: CycleState, pod: Pod, cluster: ClusterState, rows: np.ndarray) -> np.ndarray:
         tolerations = pod.tolerations
@@ -77,20 +78,23 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
                 out[info.index] = ok
             return out
 
-        return node_static_mask(self._cache, cluster, ("filter", tolerations), compute)[rows]
+        def passes(info: NodeInfo) -> bool:
+            return find_untolerated_taint(info.node.taints, tolerations, DO_NOT_SCHEDULE_EFFECTS) is None
+
+        return node_static_filter(self._cache, cluster, ("filter", tolerations), passes, rows, compute)
 
     # ------------------------------------------------------------ score
 
     def pre_score(self, state: CycleState, pod: Pod, cluster: ClusterState, rows: np.ndarray) -> Status:
         state.write(PRE_SCORE_KEY, prefer_no_schedule_tolerations(pod.tolerations))
-        return Status()
+        return SUCCESS
 
     def _tolerations(self, state: CycleState, pod: Pod) -> tuple[Toleration, ...]:
         tol = state.read(PRE_SCORE_KEY)
         return tol if tol is not None else prefer_no_schedule_tolerations(pod.tolerations)
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status]:
-        return count_intolerable_prefer_no_schedule(node_info.node.taints, self._tolerations(state, pod)), Status()
+        return count_intolerable_prefer_no_schedule(node_info.node.taints, self._tolerations(state, pod)), SUCCESS
 
     def score_nodes(self, state: CycleState, pod: Pod, cluster: ClusterState, rows: np.ndarray) -> np.ndarray:
         tolerations = self._tolerations(state, pod)
@@ -109,8 +113,11 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
                 out[info.index] = c
             return out
 
-        return node_static_mask(self._cache, cluster, ("score", tolerations), compute)[rows]
+        def one(info: NodeInfo) -> int:
+            return count_intolerable_prefer_no_schedule(info.node.taints, tolerations)
+
+        return node_static_mask(self._cache, cluster, ("score", tolerations), compute, one)[rows]
 
     def normalize_score(self, state: CycleState, pod: Pod, scores: np.ndarray, rows: np.ndarray) -> Status:
         default_normalize_score(scores, reverse=True)
-        return Status()
+        return SUCCESS

@@ -7,7 +7,9 @@ ClusterState, kept current by the cluster's event listeners) holds:
 * per topology key, an integer code per NodeTable row (-1: the node lacks the label), rebuilt when any
   node changes (`node_generation`);
 * for each *tracked* `PodMatcher` (namespaces + selectors, all of which must match), the number of
-  matching assigned pods per row — computed once with a scan, then updated per pod event;
+  matching assigned pods per row — computed once, then updated per pod event; the first count looks
+  only at the pods a namespace or an `In` requirement of the matcher allows (an inverted index of the
+  assigned pods by namespace and by label), so a new workload's selector costs its own pods, not all;
 * for every assigned pod's own (anti-)affinity terms, the number of pods per row carrying each term, so
   existing pods' terms are evaluated once per distinct term, not once per pod.
 
@@ -43,7 +45,7 @@ REQUIRED_ANTI_AFFINITY = "requiredAntiAffinity"
 PREFERRED_AFFINITY = "preferredAffinity"
 PREFERRED_ANTI_AFFINITY = "preferredAntiAffinity"
 
-MAX_TRACKED_MATCHERS = 256
+MAX_TRACKED_MATCHERS = 1024
 MAX_DENSE_TERMS = 512
 
 
@@ -308,6 +310,9 @@ class ClusterIndex:
     workload_generation: int = 0
     rebuilds: int = 0  # full rescans so far (events keep the index current between them)
     records: dict[str, _Record] = field(default_factory=dict)
+    # The recorded pods' keys by namespace and by label (key, value): where a new matcher's pods can be.
+    by_namespace: dict[str, set[str]] = field(default_factory=dict)
+    by_label: dict[tuple[str, str], set[str]] = field(default_factory=dict)
     matchers: OrderedDict[PodMatcher, np.ndarray] = field(default_factory=OrderedDict)
     matcher_scope: dict[str | None, set[PodMatcher]] = field(default_factory=dict)
     # Per tracked matcher and topology key: the matching pods per domain, kept current like the rows.
@@ -355,6 +360,7 @@ class ClusterIndex:
         old = self.records.pop(key, None)
         if old is not None:
             self._apply(old, -1)
+            self._unindex(key, old)
         pod = cluster.pods.get(key)
         if pod is None or not pod.node_name:
             return
@@ -363,7 +369,59 @@ class ClusterIndex:
             return
         rec = _Record(info.index, pod.namespace, dict(pod.labels), pod.is_terminating, existing_term_keys(pod))
         self._apply(rec, +1)
+        self._record(key, rec)
+
+    def _record(self, key: str, rec: _Record) -> None:
         self.records[key] = rec
+        self.by_namespace.setdefault(rec.namespace, set()).add(key)
+        by_label = self.by_label
+        for kv in rec.labels.items():
+            keys = by_label.get(kv)
+            if keys is None:
+                by_label[kv] = {key}
+            else:
+                keys.add(key)
+
+    def _unindex(self, key: str, rec: _Record) -> None:
+        keys = self.by_namespace.get(rec.namespace)
+        if keys is not None:
+            keys.discard(key)
+            if not keys:
+                del self.by_namespace[rec.namespace]
+        by_label = self.by_label
+        for kv in rec.labels.items():
+            keys = by_label.get(kv)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del by_label[kv]
+
+    def _candidates(self, matcher: PodMatcher) -> Iterator[_Record]:
+        """The recorded pods that can match `matcher`: the smallest of the sets its namespaces or its `In`
+        requirements allow (every matching pod is in each of them), or every pod."""
+        best: set[str] | list[set[str]] | None = None
+        best_size = len(self.records)
+        for ns, sel in matcher.clauses:
+            if sel.nothing:
+                return
+            options: list[tuple[int, list[set[str]]]] = []
+            if ns is not None:
+                sets = [self.by_namespace[n] for n in ns if n in self.by_namespace]
+                options.append((sum(len(x) for x in sets), sets))
+            for r in sel.requirements:
+                if r.operator == "In":
+                    sets = [self.by_label[(r.key, v)] for v in set(r.values) if (r.key, v) in self.by_label]
+                    options.append((sum(len(x) for x in sets), sets))
+            for size, sets in options:
+                if size < best_size or best is None and size <= best_size:
+                    best, best_size = sets, size
+        records = self.records
+        if best is None:
+            yield from records.values()
+            return
+        for keys in best:  # disjoint: a pod has one namespace and one value per label key
+            for key in keys:
+                yield records[key]
 
     def _apply(self, rec: _Record, sign: int) -> None:
         for scope in (rec.namespace, None):
@@ -403,6 +461,8 @@ class ClusterIndex:
         self.rebuilds += 1
         self.n = cluster.num_nodes
         self.records.clear()
+        self.by_namespace.clear()
+        self.by_label.clear()
         self.terms.clear()
         self.dense_terms.clear()
         self.matcher_domains.clear()
@@ -412,7 +472,7 @@ class ClusterIndex:
             for pod in info.pods.values():
                 rec = _Record(info.index, pod.namespace, dict(pod.labels), pod.is_terminating, existing_term_keys(pod))
                 self._apply(rec, +1)
-                self.records[pod.key] = rec
+                self._record(pod.key, rec)
         self.valid = True
         self.seen_pod_generation = cluster.pod_generation
 
@@ -447,7 +507,7 @@ class ClusterIndex:
         arr = np.zeros(self.n, dtype=np.int64)
         scope = matcher.scope()
         if scope is None or scope:
-            for rec in self.records.values():
+            for rec in self._candidates(matcher):
                 if (scope is None or rec.namespace in scope) and matcher.matches(rec.namespace, rec.labels,
                                                                                   rec.terminating):
                     arr[rec.row] += 1

@@ -28,6 +28,7 @@ from kubesched.cluster.state import ClusterState, NodeInfo
 from kubesched.config.plugin_args import PluginArgs
 from kubesched.errors import InputError
 from kubesched.scheduler.framework import (
+    SUCCESS,
     ClusterEvent,
     Code,
     CycleState,
@@ -38,10 +39,13 @@ from kubesched.scheduler.framework import (
     PreScorePlugin,
     ReservePlugin,
     ScorePlugin,
+    ShapeCache,
     Status,
+    all_pass,
     skip,
     unresolvable,
 )
+from kubesched.scheduler.plugins.helper import node_static_filter
 from kubesched.scheduler.plugins.volume_util import (
     ANN_BIND_COMPLETED,
     ANN_SELECTED_NODE,
@@ -159,6 +163,7 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
         self.assumed_claim_ref: dict[str, tuple[str, str, str]] = {}  # pv name -> (namespace, name, uid)
         self.assumed_selected_node: dict[str, str] = {}  # claim key -> node name
         self._affinity: dict[int, tuple[dict[str, Any], NodeSelector | None, bool]] = {}
+        self._masks = ShapeCache(limit=256)
 
     def events_to_register(self) -> list[ClusterEvent]:
         return [ClusterEvent(kind, ("add", "update")) for kind in (
@@ -461,7 +466,7 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
     def _claims(self, state: CycleState, pod: Pod, cluster: ClusterState) -> tuple[_State | None, Status]:
         s = state.read(STATE_KEY)
         if s is not None:
-            return s, Status()
+            return s, SUCCESS
         # PreFilter did not run (e.g. a profile without it): compute the same state here.
         tmp = CycleState()
         _res, st = self.pre_filter(tmp, pod, cluster)
@@ -469,14 +474,14 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
             return None, st
         s = tmp.read(STATE_KEY)
         state.write(STATE_KEY, s)
-        return s, Status()
+        return s, SUCCESS
 
     def _filter(self, state: CycleState, pod: Pod, cluster: ClusterState, node_info: NodeInfo) -> Status:
         s, st = self._claims(state, pod, cluster)
         if s is None:
             return st
         if s.claims is None:
-            return Status()
+            return SUCCESS
         try:
             volumes, reasons = self.find_pod_volumes(cluster, s.claims, node_info)
         except _BinderError as e:
@@ -484,12 +489,33 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
         if reasons:
             return unresolvable(*reasons)
         s.by_node[node_info.node.name] = volumes
-        return Status()
+        return SUCCESS
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
         return self._filter(state, pod, self.handle.cluster, node_info)
 
     def filter_nodes(self, state: CycleState, pod: Pod, cluster: ClusterState, rows: np.ndarray) -> np.ndarray:
+        s, _st = self._claims(state, pod, cluster)
+        if s is None:
+            return np.zeros(len(rows), dtype=bool)
+        if s.claims is None:
+            return all_pass(len(rows))
+        if not s.claims.unbound_delay:
+            # Every claim is bound: a node fits when each bound PV exists and its node affinity matches the
+            # node's labels — node-static for these PV objects. Reserve then finds every claim bound whether
+            # or not the node's (empty) PodVolumes were recorded, so none are.
+            idx = storage_index(cluster)
+            pvs = [idx.pvs.get(pvc.volume_name) for pvc in s.claims.bound]
+            if any(pv is None for pv in pvs):
+                return np.zeros(len(rows), dtype=bool)
+            found = [pv for pv in pvs if pv is not None]
+
+            def passes(info: NodeInfo) -> bool:
+                return all(self._check_node_affinity(pv, info.node.labels) for pv in found)
+
+            # The PV objects themselves key the mask (a changed PV is a new object): the entry keeps them alive.
+            key = ("bound", tuple((name_of(pv), id(pv)) for pv in found))
+            return node_static_filter(self._masks, cluster, key, passes, rows)
         infos = cluster.node_infos
         return np.fromiter((self._filter(state, pod, cluster, infos[r]).is_success for r in rows),
                            dtype=bool, count=len(rows))
@@ -500,26 +526,26 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
         return skip()
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status]:
-        return 0, Status()
+        return 0, SUCCESS
 
     # ------------------------------------------------------------ Reserve / PreBind
 
     def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status:
         s = state.read(STATE_KEY)
         if s is None or s.claims is None:
-            return Status()
+            return SUCCESS
         volumes = s.by_node.get(node_name)
         if volumes is None:
             s.all_bound = True
-            return Status()
+            return SUCCESS
         s.all_bound = not s.claims.unbound_delay
         if s.all_bound:
-            return Status()
+            return SUCCESS
         for pv_name, pvc in volumes.static_bindings:
             self.assumed_claim_ref[pv_name] = (pvc.meta.namespace, pvc.meta.name, pvc.meta.uid)
         for pvc in volumes.dynamic_provisions:
             self.assumed_selected_node[pvc.meta.key] = node_name
-        return Status()
+        return SUCCESS
 
     def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
         s = state.read(STATE_KEY)
@@ -537,7 +563,7 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
         s = state.read(STATE_KEY)
         if s is not None and s.claims is not None and not s.all_bound and node_name not in s.by_node:
             return Status(Code.ERROR, [f'no pod volumes found for node "{node_name}"'])
-        return Status()
+        return SUCCESS
 
 
 def _match_topology_terms(terms: Any, node_labels: dict[str, str]) -> bool:

@@ -19,6 +19,7 @@ from kubesched.api.objects import Pod
 from kubesched.cluster.state import ClusterState, NodeInfo
 from kubesched.config.plugin_args import no_args
 from kubesched.scheduler.framework import (
+    SUCCESS,
     ClusterEvent,
     Code,
     CycleState,
@@ -104,13 +105,13 @@ class _Extensions(PreFilterExtensions):
         s = state.read(PRE_FILTER_KEY)
         if s is not None:
             s.conflicting_pvc_ref_count += _rwop_refs(pod_to_add, s.rwop_claims)
-        return Status()
+        return SUCCESS
 
     def remove_pod(self, state: CycleState, pod_to_schedule: Pod, pod_to_remove: Pod, node_info: NodeInfo) -> Status:
         s = state.read(PRE_FILTER_KEY)
         if s is not None:
             s.conflicting_pvc_ref_count -= _rwop_refs(pod_to_remove, s.rwop_claims)
-        return Status()
+        return SUCCESS
 
 
 class VolumeRestrictions(PreFilterPlugin, FilterPlugin):
@@ -156,7 +157,7 @@ class VolumeRestrictions(PreFilterPlugin, FilterPlugin):
         if not needs_check and conflicts == 0:
             return None, skip()
         state.write(PRE_FILTER_KEY, _State(frozenset(rwop), conflicts))
-        return None, Status()
+        return None, SUCCESS
 
     def pre_filter_extensions(self) -> PreFilterExtensions:
         return self._ext
@@ -167,7 +168,7 @@ class VolumeRestrictions(PreFilterPlugin, FilterPlugin):
         s = state.read(PRE_FILTER_KEY)
         if s is not None and s.conflicting_pvc_ref_count > 0:
             return Status(Code.UNSCHEDULABLE, [ERR_REASON_RWOP_CONFLICT])
-        return Status()
+        return SUCCESS
 
     def filter_nodes(self, state: CycleState, pod: Pod, cluster: ClusterState, rows: np.ndarray) -> np.ndarray:
         s = state.read(PRE_FILTER_KEY)

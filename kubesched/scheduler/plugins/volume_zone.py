@@ -25,15 +25,19 @@ from kubesched.cluster.state import (
 )
 from kubesched.config.plugin_args import no_args
 from kubesched.scheduler.framework import (
+    SUCCESS,
     ClusterEvent,
     CycleState,
     FilterPlugin,
     PreFilterPlugin,
     PreFilterResult,
+    ShapeCache,
     Status,
+    all_pass,
     skip,
     unresolvable,
 )
+from kubesched.scheduler.plugins.helper import node_static_filter
 from kubesched.scheduler.plugins.volume_util import (
     WAIT_FOR_FIRST_CONSUMER,
     get_pvc,
@@ -110,7 +114,7 @@ def pv_topologies(cluster: ClusterState, pod: Pod) -> tuple[list[PVTopology], St
             zones = label_zones_to_set(value)
             if zones is not None:  # an unparsable label is ignored, as upstream logs and skips it
                 out.append(PVTopology(pv_name, key, zones))
-    return out, Status()
+    return out, SUCCESS
 
 
 def topologies_fit(topologies: list[PVTopology], node_labels: dict[str, str]) -> bool:
@@ -131,6 +135,7 @@ class VolumeZone(PreFilterPlugin, FilterPlugin):
 
     def __init__(self, args: Any, handle: Any) -> None:
         super().__init__(args, handle)
+        self._masks = ShapeCache(limit=256)
 
     def events_to_register(self) -> list[ClusterEvent]:
         return [ClusterEvent("StorageClass", ("add",)), ClusterEvent("Node", ("add", "update")),
@@ -146,7 +151,7 @@ class VolumeZone(PreFilterPlugin, FilterPlugin):
         if not topologies:
             return None, skip()
         state.write(PRE_FILTER_KEY, topologies)
-        return None, Status()
+        return None, SUCCESS
 
     def _topologies(self, state: CycleState, pod: Pod, cluster: ClusterState) -> tuple[list[PVTopology], Status]:
         t = state.read(PRE_FILTER_KEY)
@@ -154,19 +159,20 @@ class VolumeZone(PreFilterPlugin, FilterPlugin):
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
         if not pod.volumes:
-            return Status()
+            return SUCCESS
         topologies, st = self._topologies(state, pod, self.handle.cluster)
         if not st.is_success:
             return st
         if not topologies_fit(topologies, node_info.node.labels):
             return unresolvable(ERR_REASON_CONFLICT)
-        return Status()
+        return SUCCESS
 
     def filter_nodes(self, state: CycleState, pod: Pod, cluster: ClusterState, rows: np.ndarray) -> np.ndarray:
         if not pod.volumes:
-            return np.ones(len(rows), dtype=bool)
+            return all_pass(len(rows))
         topologies, st = self._topologies(state, pod, cluster)
         if not st.is_success:
             return np.zeros(len(rows), dtype=bool)
-        infos = cluster.node_infos
-        return np.fromiter((topologies_fit(topologies, infos[r].node.labels) for r in rows), dtype=bool, count=len(rows))
+        # Whether a node fits reads only its labels: one mask per set of PV topologies, per changed node.
+        return node_static_filter(self._masks, cluster, ("fit", tuple(topologies)),
+                                  lambda info: topologies_fit(topologies, info.node.labels), rows)

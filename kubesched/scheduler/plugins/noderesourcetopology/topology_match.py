@@ -31,6 +31,7 @@ from kubesched.api.objects import Pod
 from kubesched.api.qos import BEST_EFFORT, GUARANTEED, qos_class
 from kubesched.cluster.state import ClusterState, NodeInfo
 from kubesched.config.plugin_args import OMITEMPTY, PluginArgs
+from kubesched.diagnostics import warn
 from kubesched.scheduler.framework import (
     MAX_NODE_SCORE,
     ClusterEvent,
@@ -98,6 +99,10 @@ class NodeResourceTopologyCache:
     resync_scope: str | None = None
 
 
+# NodeResourceTopologyMatchArgs fields of scheduler-plugins' v1beta1 era (json tags `kubeconfigpath`, `namespaces`).
+_OLD_FIELDS = ("kubeconfigpath", "namespaces")
+
+
 @dataclass(frozen=True, slots=True)
 class NodeResourceTopologyMatchArgs(PluginArgs):
     """NodeResourceTopologyMatchArgs (v1), defaulted and validated as upstream."""
@@ -111,7 +116,13 @@ class NodeResourceTopologyMatchArgs(PluginArgs):
     @classmethod
     def from_raw(cls, raw: Mapping[str, Any] | None, field: str = "") -> NodeResourceTopologyMatchArgs:
         a = fields.Fields(raw, field, allowed=("cache", "cacheResyncPeriodSeconds", "discardReservedNodes",
-                                               "preemptionMode", "scoringStrategy"))
+                                               "preemptionMode", "scoringStrategy") + _OLD_FIELDS)
+        for key in _OLD_FIELDS:
+            if a.has(key):
+                # Early releases read NodeResourceTopology objects through their own client; kubesched reads them
+                # from the snapshot, so these say nothing here (later releases dropped them).
+                warn(f"{key}: a field of early scheduler-plugins releases, ignored (NodeResourceTopology objects are "
+                     "read from the snapshot)", field=a.path(key))
         ss = a.object("scoringStrategy", ("resources", "type"))
         strategy = ss.string("type", "") if a.has("scoringStrategy") else LEAST_ALLOCATED
         if strategy not in SCORING_STRATEGIES:

@@ -24,7 +24,7 @@ from kubesched.api import fields
 from kubesched.api.objects import Pod
 from kubesched.cluster.state import ClusterState, NodeInfo
 from kubesched.metrics.base import CPU_TYPE, MEMORY_TYPE, resource_data
-from kubesched.scheduler.framework import MAX_NODE_SCORE, MIN_NODE_SCORE, CycleState, Handle, ScorePlugin, Status
+from kubesched.scheduler.framework import MAX_NODE_SCORE, MIN_NODE_SCORE, SUCCESS, CycleState, Handle, ScorePlugin, Status
 from kubesched.scheduler.plugins.gomath import go_round_array
 from kubesched.scheduler.plugins.trimaran.collector import TRIMARAN_SPEC_FIELDS, Collector, TrimaranArgs
 from kubesched.scheduler.plugins.trimaran.resourcestats import MEGA_FACTOR, allocatable_units, effective_resource
@@ -101,14 +101,14 @@ class LoadVariationRiskBalancing(ScorePlugin):
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status]:
         metrics, _ = self.collector.node_metrics(node_info.node)
         if metrics is None:
-            return MIN_NODE_SCORE, Status()
+            return MIN_NODE_SCORE, SUCCESS
         ca, cs, cv = resource_data(metrics, CPU_TYPE)
         ma, ms, mv = resource_data(metrics, MEMORY_TYPE)
         alloc_cpu, alloc_mem = allocatable_units(node_info.node)
         out = self._totals(pod, (np.array([ca]), np.array([cs]), np.array([cv])),
                            (np.array([ma]), np.array([ms]), np.array([mv])),
                            np.array([float(alloc_cpu)]), np.array([float(alloc_mem)]))
-        return int(out[0]), Status()
+        return int(out[0]), SUCCESS
 
     def score_nodes(self, state: CycleState, pod: Pod, cluster: ClusterState, rows: np.ndarray) -> np.ndarray:
         cols = self.collector.columns(cluster)

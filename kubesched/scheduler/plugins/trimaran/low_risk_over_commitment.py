@@ -31,6 +31,7 @@ from kubesched.metrics.base import CPU_TYPE, MEMORY_TYPE, Metric, resource_data
 from kubesched.scheduler.framework import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
+    SUCCESS,
     CycleState,
     Handle,
     PreScorePlugin,
@@ -105,7 +106,7 @@ class LowRiskOverCommitment(PreScorePlugin, ScorePlugin):
 
     def pre_score(self, state: CycleState, pod: Pod, cluster: ClusterState, rows: np.ndarray) -> Status:
         state.write(POD_RESOURCES_KEY, PodResourcesStateData(*requests_and_limits(pod)))
-        return Status()
+        return SUCCESS
 
     def _pod_resources(self, state: CycleState, pod: Pod) -> PodResourcesStateData:
         data = state.read(POD_RESOURCES_KEY)
@@ -168,7 +169,7 @@ class LowRiskOverCommitment(PreScorePlugin, ScorePlugin):
         return go_round(rank * float(MAX_NODE_SCORE))
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status]:
-        return self._score(state, pod, node_info), Status()
+        return self._score(state, pod, node_info), SUCCESS
 
     def score_nodes(self, state: CycleState, pod: Pod, cluster: ClusterState, rows: np.ndarray) -> np.ndarray:
         # The per-node work is a Beta fit and its distribution function (memoised on its parameters);

@@ -26,7 +26,7 @@ from kubesched.api.objects import Container, Pod, parse_resource_list
 from kubesched.api.quantity import milli_value_of
 from kubesched.cluster.state import ClusterState, NodeInfo
 from kubesched.errors import InputError
-from kubesched.scheduler.framework import MIN_NODE_SCORE, CycleState, Handle, ScorePlugin, Status
+from kubesched.scheduler.framework import MIN_NODE_SCORE, SUCCESS, CycleState, Handle, ScorePlugin, Status
 from kubesched.scheduler.plugins.gomath import go_round, go_round_array
 from kubesched.scheduler.plugins.trimaran.collector import (
     TRIMARAN_SPEC_FIELDS,
@@ -150,14 +150,14 @@ class TargetLoadPacking(ScorePlugin):
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status]:
         metrics, _all = self.collector.node_metrics(node_info.node)
         if metrics is None:
-            return MIN_NODE_SCORE, Status()
+            return MIN_NODE_SCORE, SUCCESS
         pct, found = tlp_cpu_percent(metrics)
         if not found:
-            return MIN_NODE_SCORE, Status()
+            return MIN_NODE_SCORE, SUCCESS
         cap = float(self.collector.capacity(node_info.node).get("cpu", 0))
         missing = float(self.missing_cpu(node_info.name, self._window_end()))
         out = self._scores(np.array([pct]), np.array([cap]), self.pod_cpu(pod), np.array([missing]))
-        return int(out[0]), Status()
+        return int(out[0]), SUCCESS
 
     def score_nodes(self, state: CycleState, pod: Pod, cluster: ClusterState, rows: np.ndarray) -> np.ndarray:
         cols = self.collector.columns(cluster)
