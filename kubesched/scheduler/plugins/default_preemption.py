@@ -75,9 +75,9 @@ class DefaultPreemption(PostFilterPlugin):
         if ev.kind != "Pod":
             return
         old, new = ev.old, ev.obj
-        if (old is not None and ev.type is not EventType.DELETED and old.node_name == new.node_name
-                and old.phase == new.phase and old.effective_priority == new.effective_priority):
-            return  # counted as before (a status change)
+        if (old is not None and ev.type is not EventType.DELETED and old.phase == new.phase
+                and old.node_name == new.node_name and old.priority == new.priority):
+            return  # counted as before (a status change, or the binding of an assumed pod)
         if _counted(ev.old):
             self._priorities[ev.old.effective_priority] -= 1
             if not self._priorities[ev.old.effective_priority]:
