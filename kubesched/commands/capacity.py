@@ -31,7 +31,6 @@ def cli(snapshot: str, template: str, config: str | None, max_limit: int, plugin
     scheduled one by one until one does not fit."""
 
     def run() -> None:
-
         if max_limit < 0:
             raise InputError(f"expected 0 (no limit) or a positive number of copies, got {max_limit}", field="--max")
         when = parse_now(now)

@@ -25,7 +25,6 @@ def cli(file: str, output: str, out_file: str | None) -> None:
     not a table."""
 
     def run() -> None:
-
         if out_file is not None:
             check_output_file(out_file)
         text = convert_file(file, default_registry(), output)

@@ -33,7 +33,6 @@ def cli(snapshot: str, policy: str, metrics: str | None, min_ready_nodes: int,
     snapshot: the evictions it would make, computed and not made, with each node's utilisation."""
 
     def run() -> None:
-
         when = parse_now(now)
         emit(output, deschedule_command(snapshot=load_cluster(snapshot, when, seed), policy=policy, metrics=metrics,
                                         min_ready_nodes=min_ready_nodes, scheduler_config=scheduler_config,

@@ -28,7 +28,6 @@ def cli(snapshot: str, config: str | None, pod_key: str, metrics: str | None, pl
     and weighted score of every feasible node (nodes that fail Filter are not scored, as upstream)."""
 
     def run() -> None:
-
         sched, _ = scheduler_inputs(snapshot, config, metrics, parse_now(now), seed, plugins)
         pod = find_pod(sched, pod_key)
         emit(output, explain(sched, pod), explain_table)

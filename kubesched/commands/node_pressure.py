@@ -25,7 +25,6 @@ def cli(kubelet_config: str, snapshot: str | None, timeline: str | None, now: st
     (Summary API stats): thresholds met, node conditions, evictions, admission."""
 
     def run() -> None:
-
         when = parse_now(now)
         snap = load_cluster(snapshot, when, 0) if snapshot else None
         emit(output, node_pressure_command(kubelet_config=kubelet_config, snapshot=snap, timeline=timeline,

@@ -18,7 +18,6 @@ def cli(snapshot: str, now: str | None, output: str) -> None:
     """QoS class and oom_score_adj of every pod."""
 
     def run() -> None:
-
         when = parse_now(now)
         emit(output, qos_command(snapshot=load_cluster(snapshot, when, 0), now=when), qos_table)
 

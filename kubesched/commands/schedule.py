@@ -28,7 +28,6 @@ def cli(snapshot: str, config: str | None, metrics: str | None, plugins: tuple[s
     each before the next; unplaced pods show upstream's FitError message."""
 
     def run() -> None:
-
         sched, clock = scheduler_inputs(snapshot, config, metrics, parse_now(now), seed, plugins)
         emit(output, schedule_all(sched, clock), schedule_table)
 

@@ -54,7 +54,6 @@ def cli(scenario: str, variants: tuple[str, ...], out: str | None, figures: str 
     """
 
     def run() -> None:
-
         formats = _figure_formats(figures)
         if formats and out is None:
             raise InputError("saving figures needs a folder: add --out DIR", field="--figures")
@@ -79,4 +78,3 @@ def _figure_formats(value: str | None) -> tuple[str, ...]:
         if f not in ("png", "svg", "pdf"):
             raise InputError(f"expected a comma-separated list of png, svg, pdf, got {f!r}", field="--figures")
     return formats
-

@@ -28,7 +28,6 @@ def cli(sweep_file: str, out: str, engine: str, address: str | None, workers: in
     """Run a grid of scenarios × variants × parameter values × seeds, each once, into one Parquet dataset."""
 
     def run() -> None:
-
         try:
             sweep_command(sweep_file, out, engine, address, workers, as_json or output == "json", progress)
         except EngineError as e:

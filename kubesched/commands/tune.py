@@ -35,7 +35,6 @@ def cli(scenario: str, space: str, out: str, trials: int | None, seeds: int | No
     """Search scheduler/descheduler settings for the Pareto front of the scenario's objectives (Optuna)."""
 
     def run() -> None:
-
         try:
             tune_command(scenario, space, out, TuneOptions(trials, seeds, engine, address, workers, sampler_seed),
                          as_json or output == "json", progress)
