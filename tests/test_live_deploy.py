@@ -85,6 +85,13 @@ def _load_policy(path: str) -> Any:
     return load_descheduler_policy(path, default_registry())
 
 
+def live_command(name: str) -> click.Command:
+    """The command `kubesched NAME` runs (its module imported as when it runs)."""
+    cmd = main_group.get_command(click.Context(main_group), name)
+    assert cmd is not None, name
+    return cmd
+
+
 @pytest.mark.parametrize("name,command,loader", [("scheduler.yaml", "scheduler", load_scheduler_config),
                                                  ("descheduler.yaml", "descheduler", _load_policy)])
 def test_deployment_command_lines_parse_and_mounted_configs_load(name: str, command: str, loader: Any,
@@ -96,7 +103,7 @@ def test_deployment_command_lines_parse_and_mounted_configs_load(name: str, comm
     container = pod["containers"][0]
     args = container["args"]
     assert args[0] == command
-    ctx = main_group.commands[command].make_context(command, list(args[1:]))
+    ctx = live_command(command).make_context(command, list(args[1:]))
     assert ctx.params["leader_elect"] is True
     assert ctx.params["port"] == container["ports"][0]["containerPort"]
     for probe in ("livenessProbe", "readinessProbe"):
@@ -111,7 +118,7 @@ def test_deployment_command_lines_parse_and_mounted_configs_load(name: str, comm
     f.write_text(cm["data"][path.name])
     loader(str(f))
     with pytest.raises(click.UsageError):
-        main_group.commands[command].make_context(command, [*args[1:], "--no-such-flag"])
+        live_command(command).make_context(command, [*args[1:], "--no-such-flag"])
 
 
 def test_containerfile_installs_what_the_manifests_run() -> None:
