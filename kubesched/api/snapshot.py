@@ -224,6 +224,32 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+_FROZEN_DEPTH = 0
+
+
+@contextmanager
+def gc_frozen(young_threshold: int | None = None) -> Iterator[None]:
+    """A run over objects built beforehand that live through it (the cluster, the snapshot): the cyclic GC
+    stops rescanning them (gc.freeze), so a full collection during the run scans only what the run made —
+    one full collection of a 5,000-node cluster's objects costs a quarter of a second. `young_threshold`
+    spaces out young collections too. Nested runs keep the outer one's frozen heap."""
+    global _FROZEN_DEPTH
+    if _FROZEN_DEPTH:
+        yield
+        return
+    thresholds = gc.get_threshold()
+    gc.freeze()
+    if young_threshold is not None:
+        gc.set_threshold(young_threshold, *thresholds[1:])
+    _FROZEN_DEPTH += 1
+    try:
+        yield
+    finally:
+        _FROZEN_DEPTH -= 1
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()
+
+
 class _NotFast(Exception):
     """The document is not one the fast JSON path reads; the general path reads it (and reports its errors)."""
 

@@ -7,7 +7,6 @@ evictions. The table lists the evictions and the per-node summary.
 
 from __future__ import annotations
 
-import gc
 from datetime import datetime
 from fractions import Fraction
 from typing import Any
@@ -18,7 +17,7 @@ from rich.table import Table
 from kubesched.api.objects import Node
 from kubesched.api.quantity import milli_value_of, value_of
 from kubesched.api.selectors import parse_label_selector_string
-from kubesched.api.snapshot import load_snapshot
+from kubesched.api.snapshot import gc_frozen, load_snapshot
 from kubesched.client.inprocess import InProcessAPIServer
 from kubesched.cluster.state import ClusterState
 from kubesched.config.descheduler_policy import load_descheduler_policy
@@ -155,11 +154,8 @@ def deschedule_command(snapshot: str | Any, policy: str, metrics: str | None, mi
                     min_ready_nodes=min_ready_nodes, services=services)
     # The snapshot's objects live through the cycle: keep the cyclic GC from rescanning them on every
     # collection (on a large cluster that scanning costs more than the cycle itself).
-    gc.freeze()
-    try:
+    with gc_frozen():
         result = d.run_cycle(now, metrics=collector)
-    finally:
-        gc.unfreeze()
     removed: dict[str, list[Any]] = {}
     for r in result.evictions:
         removed.setdefault(r.node, []).append(r.pod)

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from kubesched.api.objects import Pod
+from kubesched.api.snapshot import gc_frozen
 from kubesched.client.inprocess import InProcessAPIServer
 from kubesched.client.interface import ApiError, Client
 from kubesched.cluster.events import Cause, Event, EventType
@@ -587,6 +588,11 @@ class Scheduler:
         changed since (upstream retries forever; a one-shot run would never end). `give_up_after`: once
         pods have waited at Permit, stop when that many seconds pass without a binding (a gang that cannot
         be placed is retried for ever too)."""
+        with gc_frozen():  # the cluster's objects live through the run
+            self._run_until_idle(advance, on_outcome, max_attempts, give_up_after)
+
+    def _run_until_idle(self, advance: Callable[[float], None] | None, on_outcome: Callable[[Outcome], None] | None,
+                        max_attempts: int, give_up_after: float | None) -> None:
         attempts = 0
         errored: dict[str, int] = {}
         server = self.client if isinstance(self.client, InProcessAPIServer) else None

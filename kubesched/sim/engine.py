@@ -20,7 +20,6 @@ descheduler, recording); the same scenario and seed give the same run.
 from __future__ import annotations
 
 import dataclasses
-import gc
 import heapq
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -28,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from kubesched.api.snapshot import Snapshot, load_snapshot, parse_objects
+from kubesched.api.snapshot import Snapshot, gc_frozen, load_snapshot, parse_objects
 from kubesched.client.simulated import SimulatedAPIServer
 from kubesched.cluster.events import EventType
 from kubesched.cluster.state import ClusterState
@@ -318,16 +317,10 @@ class Engine:
         if s.kubelet.housekeeping_interval > 0:
             self.push(0.0, ORDER_KUBELET, self.kubelets.tick)
         self.push(0.0, ORDER_RECORD, self._record)
-        # The objects built so far live through the run: the cyclic GC need not rescan them; and a run makes
-        # and drops many small objects, so young collections are spaced out (a few MB, cheap to scan).
-        gc.freeze()
-        thresholds = gc.get_threshold()
-        gc.set_threshold(50_000, *thresholds[1:])
-        try:
+        # The objects built so far live through the run; a run makes and drops many small objects, so young
+        # collections are spaced out (a few MB, cheap to scan).
+        with gc_frozen(young_threshold=50_000):
             self._loop()
-        finally:
-            gc.set_threshold(*thresholds)
-            gc.unfreeze()
         self.rec.node_names = list(self.usage.node_names)
         cycles = self.descheduler.cycles if self.descheduler is not None else 0
         return RunResult(s.name, self.variant.name, self.rec, list(self.usage.node_names),
