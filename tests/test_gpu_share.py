@@ -1,5 +1,6 @@
 """GPU sharing: the device table, the GPU-share Filter/Reserve, the six FGD-paper policies (hand-checked
-scores, vectorised and per-node forms agreeing), the fragmentation measure and the target workload."""
+scores, vectorised and per-node forms agreeing), the fragmentation measure, the target workload and the
+allocation recorder's samples."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from kubesched.config.scheduler_config import load_scheduler_config, parse_sched
 from kubesched.errors import InputError
 from kubesched.scheduler.framework import CycleState
 from kubesched.scheduler.scheduler import Scheduler
+from kubesched.sim.gpu_allocation import GpuAllocationRecorder
 
 ROOT = Path(__file__).resolve().parents[1]
 VARIANTS = ROOT / "examples" / "openb" / "variants"
@@ -107,6 +109,27 @@ def test_device_table_follows_cluster_events() -> None:
     assert gpu.left[1].tolist() == [1000] * 8 and gpu.models[int(gpu.model_code[1])] == "T4"
     c.delete(c.nodes["n0"])  # rows are renumbered: the table rebuilds
     assert gpu.count[: c.num_nodes].tolist() == [8]
+
+
+
+def test_allocation_is_sampled_after_each_pod_and_not_before_the_first() -> None:
+    # Upstream (pkg/simulator/core.go, analysis.go) logs one [Alloc] line after each pod; its report before
+    # the first pod finds no nodes and logs nothing. 8 GPUs: 1 % of demand is 80 milli-GPU.
+    c = ClusterState()
+    c.add(parse_node(node("n0", 8)))
+    rec = GpuAllocationRecorder(c, fragmentation=False)
+    for name, milli, count, devices in [("cpu", 0, 0, ()), ("share", 24, 1, (0,)), ("whole", 1000, 1, (1,))]:
+        p = parse_pod(pod(name, milli=milli, count=count))
+        c.add(p)
+        c.bind(p, "n0")
+        if devices:
+            c.update(with_gpu_index(c.pods[p.key], devices))
+    out = rec.finish()
+    assert out["arrived"] == [0, 24, 1024] and out["used"] == [0, 24, 1024]
+    curve = out["allocation_curve"]
+    # arrived 0 % and 0.3 % fall on point 0: mean(0, 0.3); a sample before the first pod would give 0.1
+    assert curve[0] == 0.15 and curve[13] == 12.8 and curve[1] == 0.15 and curve[2] is None
+    assert GpuAllocationRecorder(ClusterState(), fragmentation=False).finish()["arrived"] == []
 
 
 def _random_cluster(rnd: random.Random) -> ClusterState:

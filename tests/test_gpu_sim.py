@@ -102,7 +102,7 @@ def test_allocation_csv_in_the_published_layout(tmp_path: Path) -> None:
     for r in rows:
         curve = [float(r[str(k)]) if r[str(k)] else None for k in range(131)]
         present = [k for k, v in enumerate(curve) if v is not None]
-        assert curve[0] == 0.0 and present[-1] >= 100 and len(present) > 30
+        assert present[0] <= 8 and present[-1] >= 100 and len(present) > 30
         # never more allocated than arrived (bins are rounded to whole percents)
         assert all(v <= k + 1.0 for k, v in enumerate(curve) if v is not None)
         assert max(v for v in curve if v is not None) > 50
@@ -111,7 +111,10 @@ def test_allocation_csv_in_the_published_layout(tmp_path: Path) -> None:
     samples = _read(tmp_path / "out" / "variants" / "fgd" / "seed-1" / "gpu_allocation.csv")
     arrived = [int(s["arrived_milli_gpu"]) for s in samples]
     used = [int(s["used_milli_gpu"]) for s in samples]
-    assert arrived[0] == 0 and arrived == sorted(arrived) and all(u <= a for u, a in zip(used, arrived, strict=True))
+    assert arrived == sorted(arrived) and all(u <= a for u, a in zip(used, arrived, strict=True))
+    # one sample after each pod, none before the first (upstream logs none then: its cluster has no nodes yet)
+    fgd = next(v for v in doc["variants"] if v["name"] == "fgd")
+    assert len(samples) == fgd["summary"]["podsCreated"] and arrived[0] <= 8000
     # inflated: the last draw that fits is within a GPU count's milli of 130 % of 25 GPUs
     assert 1.3 * 25000 - 8000 <= arrived[-1] <= 1.3 * 25000 + 7000
     html = (tmp_path / "out" / "report.html").read_text()

@@ -9,7 +9,10 @@ percentage of the cluster's GPUs; fragmentation likewise as milli-GPU per GPU, i
 
 The recorder listens to the cluster state: each pod that arrives (is added without a node) closes the
 sample of the state its predecessor left — with pods arriving one at a time, that is the state after the
-predecessor was placed or dropped — and `finish()` takes the last one.
+predecessor was placed or dropped — and `finish()` takes the last one. So there is one sample per pod and
+none before the first: upstream's report before the first pod runs while the cluster has no nodes yet
+(`pkg/simulator/core.go` calls ClusterGpuFragReport before RunCluster creates them), and returns without
+logging — an extra sample of 0 % at 0 % would lower the curve's first point.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ class GpuAllocationRecorder:
         self.gpu = GpuTable.of(cluster)
         self.frag = FragCache.of(self.gpu) if fragmentation else None
         self.arrived_now = 0
+        self.pods_arrived = 0
         self.arrived: list[int] = []
         self.used: list[int] = []
         self.fragmentation: list[float] = []
@@ -44,7 +48,9 @@ class GpuAllocationRecorder:
 
     def _on_event(self, ev: Event) -> None:
         if ev.type is EventType.ADDED and ev.kind == "Pod" and not ev.obj.node_name:
-            self.sample()
+            if self.pods_arrived:
+                self.sample()  # the state the previous pod left
+            self.pods_arrived += 1
             self.arrived_now += gpu_request(ev.obj).total
 
     def sample(self) -> None:
@@ -55,7 +61,8 @@ class GpuAllocationRecorder:
 
     def finish(self) -> dict[str, Any]:
         """The last sample, and the run's curves (allocation and fragmentation by arrived demand)."""
-        self.sample()
+        if self.pods_arrived:
+            self.sample()
         total_gpus = self.gpu.capacity_milli // 1000
         return {
             "total_gpus": total_gpus,
