@@ -351,13 +351,13 @@ class History:
             cpu = self._ranged(self.q.cpu, s, e)
             mem = self._ranged(self.q.memory, s, e)
             self.result.chunks += 1
+            series = max(len(cpu), len(mem), 1)
             self._write_pods(writer, cpu, mem)
             done += n
             if self.progress is not None:
                 self.progress(done, self.points)
             if not sized:
                 sized = True
-                series = max(len(cpu), len(mem), 1)
                 points = max(1, min(self.max_points, self.max_samples // series))
         self.result.queries = self.prom.queries_made
 
