@@ -12,10 +12,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from kubesched.errors import RemoteError
-from kubesched.live.history import CPU_QUERY, MEMORY_QUERY, Prometheus, parse_points
+from kubesched.live.history import CPU_QUERY, MEMORY_QUERY, History, Prometheus, Queries, TableWriter, parse_points
 from kubesched.sim.traces import read_rows
 from tests.kube_apiserver_double import KubeAPIServerDouble
 from tests.prometheus_server import PodHistory, cadvisor_history, prometheus_with, require
@@ -230,3 +231,35 @@ def test_an_answer_with_values_that_are_not_numbers_is_a_remote_error() -> None:
     prom._post = lambda path, form: b"<html>proxy error</html>"  # type: ignore[method-assign]
     with pytest.raises(RemoteError, match="unreadable"):
         prom.query_range("x", 1704067200, 1704067200, 60)
+
+
+class _FakeAnswers(Prometheus):
+    """Answers every range query with `series` pods' points over the asked window (no HTTP)."""
+
+    def __init__(self, series: int) -> None:
+        super().__init__("http://127.0.0.1:9")
+        self.series = series
+        self.asked: list[int] = []
+
+    def query_range(self, expr: str, start: float, end: float, step: float) -> list[tuple[dict[str, str], Any, Any]]:
+        ts = np.arange(start, end + step / 2, step)
+        self.asked.append(len(ts))
+        self.queries_made += 1
+        return [({"namespace": "ns", "pod": f"p{i:03d}", "node": f"n{i % 3}"}, ts, np.full(len(ts), float(i)))
+                for i in range(self.series)]
+
+
+def test_chunks_after_the_first_are_sized_by_its_series(tmp_path: Path) -> None:
+    prom = _FakeAnswers(series=40)
+    h = History(prom, Queries(), 0.0, 599 * 60.0, 60.0, max_samples=2000)
+    w = TableWriter(tmp_path / "usage.csv", [("pod", "string"), ("node", "string"), ("t", "int"), ("cpu", "float"),
+                                             ("memory", "float")], parquet=False)
+    h.fetch_pods(w)
+    w.close()
+    # 600 steps: a first chunk of 60, then 2000 points / 40 series = 50 steps per answer (CPU and memory each).
+    assert prom.asked == [60, 60] + [50, 50] * 10 + [40, 40]
+    assert h.result.usage_rows == 40 * 600 and len(h.result.pods_with_usage) == 40
+    with (tmp_path / "usage.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert [(r["pod"], r["t"]) for r in rows[:2]] == [("ns/p000", "0"), ("ns/p000", "60")]
+    assert rows[60]["pod"] == "ns/p001" and rows[60]["node"] == "n1" and rows[60]["cpu"] == "1.0"
