@@ -9,7 +9,7 @@ command opens `collecting()` around it. Outside a collection a warning goes to s
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -66,6 +66,17 @@ def warn(message: str, *, file: str | None = None, obj: str | None = None, field
         print(f"warning: {text}", file=sys.stderr, flush=True)
     else:
         collector.add(text)
+
+
+def relay(messages: Iterable[str]) -> None:
+    """Warnings another process collected (already rendered), reported here: a collector drops repeats, so
+    a sweep's sixty runs of one document warn once."""
+    collector = _current.get()
+    for text in messages:
+        if collector is None:
+            print(f"warning: {text}", file=sys.stderr, flush=True)
+        else:
+            collector.add(text)
 
 
 @contextmanager

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from kubesched.api.objects import parse_node, parse_pod
-from kubesched.cluster.events import Cause
+from kubesched.cluster.events import Cause, Event, EventType
 from kubesched.cluster.state import ClusterState
 from kubesched.config.scheduler_config import PluginRef, PluginSet, merge_plugin_set, parse_scheduler_config
 from kubesched.errors import InputError
@@ -138,3 +138,28 @@ def test_listeners_see_every_change_once() -> None:
     assert seen == [("added", "Node", "user"), ("added", "Pod", "user"), ("assumed", "Pod", "scheduler"),
                     ("bound", "Pod", "scheduler"), ("deleted", "Pod", "preemption")]
     assert np.all(cs.table.requested[:cs.num_nodes] == 0)
+
+
+def test_listeners_hear_only_the_kinds_and_types_they_watch_in_event_order() -> None:
+    cs = ClusterState()
+    log: list[tuple[str, str, str]] = []
+    pods_only: list[str] = []
+    cs.subscribe(lambda ev: pods_only.append(ev.type.value), kinds=("Pod",), types=(EventType.BOUND, EventType.DELETED))
+    p = _pod("x")
+
+    def react(ev: Event) -> None:
+        log.append(("all", ev.type.value, ev.kind))
+        if ev.kind == "Pod" and ev.type is EventType.ADDED:
+            cs.bind(p, "n1")  # a listener's own change is heard after the current event, by everyone
+
+    cs.subscribe(react)
+    cs.subscribe(lambda ev: log.append(("nodes", ev.type.value, ev.kind)), kinds=("Node",))
+    cs.add(_node("n1"))
+    cs.add(p)
+    cs.delete(cs.pods[p.key])
+    assert pods_only == ["bound", "deleted"]
+    assert log == [("all", "added", "Node"), ("nodes", "added", "Node"), ("all", "added", "Pod"),
+                   ("all", "bound", "Pod"), ("all", "deleted", "Pod")]
+    cs.unsubscribe(react)
+    cs.delete(cs.nodes["n1"])
+    assert log[-1] == ("nodes", "deleted", "Node") and len(log) == 6

@@ -519,3 +519,22 @@ def test_tune_report_is_self_contained_and_renders(local_study: dict[str, Any], 
     assert proc.stdout.count('class="main-svg"') >= 3
     chosen = next(t for t in doc["trials"] if t["chosen"])
     assert f"chosen (trial {chosen['number']})" in proc.stdout
+
+
+def test_a_warning_of_every_run_is_reported_once(inputs: dict[str, Path], tmp_path: Path,
+                                                 capfd: pytest.CaptureFixture[str]) -> None:
+    """Workers send their warnings back with their results; the driver says each once (not once a run, and
+    not on the workers' own stderr)."""
+    doc = {"apiVersion": "kubesched.io/v1alpha1", "kind": "Sweep", "metadata": {"name": "old-config"},
+           "spec": {"scenarios": [str(inputs["scenario"])], "variants": ["lnu-usage"], "seeds": [1, 2, 3],
+                    "parameters": [{"name": "version", "path": "scheduler.config.apiVersion",
+                                    "values": ["kubescheduler.config.k8s.io/v1beta3"]}]}}
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    code = main(["sweep", str(path), "--out", str(tmp_path / "out"), "--workers", "2", "--no-progress"])
+    err = capfd.readouterr().err
+    assert code == 0, err
+    converted = [line for line in err.splitlines() if line.startswith("warning: variant lnu-usage#scheduler.config")
+                 and "converted to v1" in line]
+    assert len(converted) == 1, err
+    assert len(_rows(tmp_path / "out")) == 3

@@ -27,6 +27,10 @@ class EventType(enum.Enum):
     UNBOUND = "unbound"
     DELETED = "deleted"
 
+    # Members are singletons: identity hashing is exact, and much cheaper than Enum's (a Python-level
+    # hash of the name) on the path every event takes (listener routes, watcher tables are keyed by it).
+    __hash__ = object.__hash__
+
 
 class Cause(enum.Enum):
     """Who made a change (the component acting through the client seam, or where an object came from)."""

@@ -286,8 +286,11 @@ class ClusterState:
         self.revision = 0
         self._order: np.ndarray | None = None
         self._image_nodes: dict[str, int] | None = None
-        self._index_listeners: list[Listener] = []
-        self._listeners: list[Listener] = []
+        # (listener, the kinds it watches or None for every kind, the event types or None for every type)
+        self._index_listeners: list[tuple[Listener, frozenset[str] | None, frozenset[EventType] | None]] = []
+        self._listeners: list[tuple[Listener, frozenset[str] | None, frozenset[EventType] | None]] = []
+        # Who hears an event of a (kind, type): computed on first use, forgotten when someone (un)subscribes.
+        self._routes: dict[tuple[str, EventType], tuple[tuple[Listener, ...], tuple[Listener, ...]]] = {}
         self._pending: deque[Event] = deque()
         self._dispatching = False
         self.assigned_with_affinity: dict[str, Pod] = {}
@@ -376,28 +379,54 @@ class ClusterState:
 
     # ------------------------------------------------------------ listeners
 
-    def subscribe(self, listener: Listener, *, index: bool = False) -> None:
-        (self._index_listeners if index else self._listeners).append(listener)
+    def subscribe(self, listener: Listener, *, index: bool = False, kinds: Iterable[str] | None = None,
+                  types: Iterable[EventType] | None = None) -> None:
+        """Call listener(event) for every change, or only for those of `kinds` / `types` — as client-go
+        registers a handler with one kind's informer, and a FilteringResourceEventHandler skips the rest.
+
+        Index listeners (caches that others read) hear an event first, synchronously; the others after every
+        index, in the order of the events (a listener's own changes are queued behind the current event)."""
+        entry = (listener, frozenset(kinds) if kinds is not None else None,
+                 frozenset(types) if types is not None else None)
+        (self._index_listeners if index else self._listeners).append(entry)
+        self._routes.clear()
 
     def unsubscribe(self, listener: Listener) -> None:
         for group in (self._index_listeners, self._listeners):
-            if listener in group:
-                group.remove(listener)
+            group[:] = [e for e in group if e[0] != listener]
+        self._routes.clear()
+
+    def _route(self, kind: str, type: EventType) -> tuple[tuple[Listener, ...], tuple[Listener, ...]]:
+        def hears(group: list[tuple[Listener, frozenset[str] | None, frozenset[EventType] | None]]
+                  ) -> tuple[Listener, ...]:
+            return tuple(fn for fn, kinds, types in group
+                         if (kinds is None or kind in kinds) and (types is None or type in types))
+
+        route = self._routes[(kind, type)] = (hears(self._index_listeners), hears(self._listeners))
+        return route
 
     def _announce(self, ev: Event) -> None:
         self.revision += 1
-        for fn in self._index_listeners:
+        route = self._routes.get((ev.kind, ev.type))
+        if route is None:
+            route = self._route(ev.kind, ev.type)
+        for fn in route[0]:
             fn(ev)
         if not self._listeners:
             return
-        self._pending.append(ev)
         if self._dispatching:
+            self._pending.append(ev)  # heard once the event being dispatched has reached everyone
             return
         self._dispatching = True
         try:
+            for fn in route[1]:
+                fn(ev)
             while self._pending:
                 cur = self._pending.popleft()
-                for fn in self._listeners:
+                listeners = self._routes.get((cur.kind, cur.type))
+                if listeners is None:
+                    listeners = self._route(cur.kind, cur.type)
+                for fn in listeners[1]:
                     fn(cur)
         finally:
             self._dispatching = False

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from kubesched.api import fields
@@ -219,7 +220,9 @@ def parse_scheduler_config(raw: Any, source: str = "<config>") -> SchedulerConfi
             raw, notes = convert_scheduler_config(raw)
             for note in notes:
                 warn(note, file=source, obj=KIND)
-            warn(f"write the v1 file with: kubesched convert {source} -o yaml (from {version})", file=source, obj=KIND)
+            if Path(source).is_file():  # not for a document inside another (a variant, a sweep's grid point)
+                warn(f"write the v1 file with: kubesched convert {source} -o yaml (from {version})", file=source,
+                     obj=KIND)
         return _parse(raw, source)
     except InputError as e:
         raise e.located(file=source, obj=KIND) from None

@@ -125,7 +125,8 @@ class Scheduler:
         # node_order() and each row's position in it (for PreFilterResult's named nodes).
         self._order_of: np.ndarray | None = None
         self._position = np.zeros(0, dtype=np.int64)
-        cluster.subscribe(self._on_event)
+        # Pod assumptions are the scheduler's own (its cache); its handlers react to everything else.
+        cluster.subscribe(self._on_event, types=(EventType.ADDED, EventType.UPDATED, EventType.DELETED, EventType.BOUND))
         self.enqueue_pending()
 
     @property

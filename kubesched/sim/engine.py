@@ -113,7 +113,7 @@ class Engine:
         self.controllers = ControllerManager(self)
         self.podgc = PodGC(self)
         self.traces = TracePods(self, self.controllers)
-        self.cluster.subscribe(self.usage.on_event)
+        self.cluster.subscribe(self.usage.on_event, kinds=("Node",))
         self.kubelets.on_conditions = self.nodes.set_pressure
         self.pods.on_register.append(self.usage.assign_identity)
         self.pods.on_register.append(self.disruption.pod_registered)
@@ -168,7 +168,7 @@ class Engine:
         self.gangs = GangDriver(self, self.kubelets.succeed_pod)
         self.kubelets.holds_work = self.gangs.holds
         # The simulation's pod records first, then the drivers that react to pods, in this order.
-        self.cluster.subscribe(self.pods.on_event)
+        self.cluster.subscribe(self.pods.on_event, kinds=("Pod",))
         updated, deleted, bound = EventType.UPDATED, EventType.DELETED, EventType.BOUND
         self.pods.watch(self.usage.pod_changed, updated, deleted)
         self.pods.watch(self.kubelets.pod_changed, bound, updated, deleted)
@@ -177,9 +177,10 @@ class Engine:
         self.pods.watch(self.disruption.pod_changed, bound, updated, deleted)
         self.recording = Recording(self, self.usage, self.traces, lambda: len(self.sched.queue))
         self.pods.watch(self.recording.pod_changed, bound, updated)
-        for listener in (self.kubelets.node_removed, self.controllers.on_event, self.podgc.on_event,
-                         self.disruption.on_event):
-            self.cluster.subscribe(listener)
+        self.cluster.subscribe(self.kubelets.node_removed, kinds=("Node",), types=(deleted,))
+        self.cluster.subscribe(self.podgc.on_event, kinds=("Node",), types=(deleted,))
+        self.cluster.subscribe(self.controllers.on_event, kinds=("Node",), types=(EventType.ADDED, EventType.DELETED))
+        self.cluster.subscribe(self.disruption.on_event, kinds=("PodDisruptionBudget",))
         self.controllers.start_bound = self._start_bound
         # A replayed recording takes over the snapshot pods (and controllers) of the workloads it recorded.
         self.replay = Replay(self, self.controllers, s.replay, snap) if s.replay is not None else None

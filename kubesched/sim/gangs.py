@@ -98,7 +98,7 @@ class GangDriver:
         for obj in list(self.cluster.others.values()):
             if isinstance(obj, PodGroup):
                 self._gang(obj)
-        self.cluster.subscribe(self._on_event)
+        self.cluster.subscribe(self._on_event, kinds=("Pod", "PodGroup"))
         self.controller = PodGroupController(self.cluster, self._phase_changed)
 
     # ------------------------------------------------------------ PodGroups
@@ -207,8 +207,8 @@ class GangDriver:
         if ev.kind == "PodGroup" and t in (EventType.ADDED, EventType.UPDATED):
             self._gang(obj)
             return
-        if ev.kind != "Pod":
-            return
+        if ev.kind != "Pod" or not self.gangs:
+            return  # every PodGroup there is has a gang (from the start or from its ADDED event)
         gang = self._gang_of(obj)
         if gang is None:
             return

@@ -188,7 +188,7 @@ class ResourceUsage:
         slot = self._free_slots.pop()
         sp.slot = slot
         self.slot_pod[slot] = sp
-        s = self.slots
+        s = self.slots.data
         s["row"][slot] = sp.usage_row
         s["node"][slot] = nid
         s["serial"][slot] = sp.serial

@@ -39,8 +39,8 @@ class PodGroupController:
         self._label_of: dict[str, str] = {}
         for pod in cluster.pods.values():
             self._index(pod)
-        cluster.subscribe(self._index_event, index=True)
-        cluster.subscribe(self._on_event)
+        cluster.subscribe(self._index_event, index=True, kinds=("Pod",))
+        cluster.subscribe(self._on_event, kinds=("Pod", "PodGroup"))
         for obj in list(cluster.others.values()):
             if isinstance(obj, PodGroup):
                 self.reconcile(obj.meta.namespace, obj.meta.name)
@@ -60,6 +60,9 @@ class PodGroupController:
         """The pod lister's index (by group label); kept in step with the state."""
         if ev.kind != "Pod":
             return
+        old = ev.old
+        if old is not None and ev.type is not EventType.DELETED and old.meta.labels is ev.obj.meta.labels:
+            return  # a binding or a status change: the group label is where it was
         self._unindex(ev.obj.key)
         if ev.type is not EventType.DELETED:
             self._index(ev.obj)

@@ -23,6 +23,7 @@ import socket
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
+from kubesched.diagnostics import relay
 from kubesched.errors import InputError
 from kubesched.tune.inputs import ScenarioInputs
 from kubesched.tune.runs import RunTask, execute
@@ -45,6 +46,12 @@ class Engine(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+def _relayed(result: dict[str, Any]) -> dict[str, Any]:
+    """The run's result, its warnings reported in the driver (once each)."""
+    relay(result.pop("warnings", ()))
+    return result
 
 
 # ---------------------------------------------------------------- local
@@ -73,11 +80,12 @@ class LocalEngine:
     def run(self, tasks: Sequence[RunTask]) -> Iterator[dict[str, Any]]:
         if self.workers == 1:
             for t in tasks:
-                yield execute(self.inputs, t)
+                yield _relayed(execute(self.inputs, t))
             return
         if self._pool is None:
             self._pool = mp.get_context("spawn").Pool(self.workers, initializer=_init_local, initargs=(self.inputs,))
-        yield from self._pool.imap_unordered(_local_task, tasks)
+        for result in self._pool.imap_unordered(_local_task, tasks):
+            yield _relayed(result)
 
     def close(self) -> None:
         # Terminate rather than wait: after an interruption, runs in flight are abandoned (they are redone
@@ -140,7 +148,7 @@ class RayEngine:
         try:
             while pending:
                 done, pending = ray.wait(pending, num_returns=1)
-                yield ray.get(done[0])
+                yield _relayed(ray.get(done[0]))
         finally:
             for r in pending:
                 ray.cancel(r, force=True)

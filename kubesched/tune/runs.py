@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from kubesched.diagnostics import collecting
 from kubesched.errors import InputError
 from kubesched.sim.runner import run_scenario
 from kubesched.tune.documents import to_variant
@@ -77,6 +78,14 @@ class RunTask:
 
 def execute(inputs: Mapping[str, ScenarioInputs], task: RunTask) -> dict[str, Any]:
     """Run the task; returns {key, summaries (one per seed run), seconds, pruned (constraints broken), error}."""
+    # A worker's warnings go back with its result (the driver reports each once), not to its stderr.
+    with collecting(echo=False) as seen:
+        result = _execute(inputs, task)
+    result["warnings"] = list(seen.messages)
+    return result
+
+
+def _execute(inputs: Mapping[str, ScenarioInputs], task: RunTask) -> dict[str, Any]:
     t0 = time.perf_counter()
     base = scenario_of(inputs[task.scenario])
     summaries: list[dict[str, Any]] = []

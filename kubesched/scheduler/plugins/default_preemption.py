@@ -69,11 +69,15 @@ class DefaultPreemption(PostFilterPlugin):
         for p in handle.cluster.pods.values():
             if _counted(p):
                 self._priorities[p.effective_priority] += 1
-        handle.cluster.subscribe(self._on_event, index=True)
+        handle.cluster.subscribe(self._on_event, index=True, kinds=("Pod",))
 
     def _on_event(self, ev: Event) -> None:
         if ev.kind != "Pod":
             return
+        old, new = ev.old, ev.obj
+        if (old is not None and ev.type is not EventType.DELETED and old.phase == new.phase
+                and old.node_name == new.node_name and old.priority == new.priority):
+            return  # counted as before (a status change, or the binding of an assumed pod)
         if _counted(ev.old):
             self._priorities[ev.old.effective_priority] -= 1
             if not self._priorities[ev.old.effective_priority]:
