@@ -8,6 +8,7 @@
    Wall time and peak memory of the capture process, and the time to build the TSDB blocks.
 
     python bench/capture_live.py [--nodes 5000] [--pods 150000] [--history-pods 3000] [--hours 24] [--skip-objects]
+                                 [--work DIR]
 """
 
 from __future__ import annotations
@@ -127,34 +128,47 @@ def bench_objects(n_nodes: int, n_pods: int, work: Path, fmt: str) -> None:
           f"snapshot.{fmt} {size:.0f} MiB (double loaded in {load:.1f} s)")
 
 
-def bench_history(n_pods: int, hours: float, work: Path) -> None:
+def bench_history(n_pods: int, hours: float, work: Path, out: Path) -> None:
     end = 1704067200.0
     start = end - hours * 3600
     pods = [PodHistory(f"team-{i % 50}", f"app-{i // 10}-7d9c5-{i:05x}", f"node-{i % max(1, n_pods // 30):05d}",
                        start - 600, end + 120, (lambda c: (lambda t: c))(0.1 + (i % 7) * 0.05),
                        (lambda m: (lambda t: m))(float((200 + i % 300) * 2**20)))
             for i in range(n_pods)]
-    om = work / "history.om"
-    t0 = time.monotonic()
-    with om.open("w") as fh:
-        samples = cadvisor_history(fh, pods, start - 600, end + 120, scrape=60.0)
-    gen = time.monotonic() - t0
+    built, size = work / "tsdb-built", f"{n_pods} pods x {hours:g} h"
+    om: Path | None = None
+    if (work / "tsdb").exists() and not (built.exists() and built.read_text() == size):
+        raise SystemExit(f"{work / 'tsdb'} holds other blocks than {size}: give another --work")
+    if built.exists():
+        # --work with blocks of this size built by an earlier run: serve them again.
+        print(f"history: reusing the TSDB blocks in {work / 'tsdb'}")
+    else:
+        om = work / "history.om"
+        t0 = time.monotonic()
+        with om.open("w") as fh:
+            samples = cadvisor_history(fh, pods, start - 600, end + 120, scrape=60.0)
+        gen = time.monotonic() - t0
+        print(f"history input: OpenMetrics {samples} samples ({om.stat().st_size / 2**30:.1f} GiB) written in {gen:.1f} s",
+              flush=True)
     api = KubeAPIServerDouble()
     api.add(nodes(max(1, n_pods // 30)))
     t0 = time.monotonic()
-    with prometheus_with(om, work, ready_timeout=600) as url:
+    with prometheus_with(om, work, ready_timeout=1800) as url:
         blocks = time.monotonic() - t0
+        if om is not None:
+            om.unlink()
+            built.write_text(size)
+        print(f"history input: {'promtool blocks + ' if om is not None else ''}Prometheus ready in {blocks:.1f} s",
+              flush=True)
         with api:
             api.kubeconfig(work / "kubeconfig-h")
-            wall, rss, summary = run_capture(["--kubeconfig", str(work / "kubeconfig-h"), "--out", str(work / "history"),
+            wall, rss, summary = run_capture(["--kubeconfig", str(work / "kubeconfig-h"), "--out", str(out),
                                               "--prometheus", url, "--since", f"{int(hours * 60)}m", "--step", "1m",
                                               "--now", "2024-01-01T00:00:00Z"])
     h = summary["history"]
-    size = sum(f.stat().st_size for f in (work / "history").iterdir()) / 2**20
+    size = sum(f.stat().st_size for f in out.iterdir()) / 2**20
     print(f"history: {n_pods} pods x {hours:g} h at 1 m ({h['points']} steps, {h['usageRows']} usage rows, "
-          f"{h['rangeQueries']} range queries): capture {wall:.1f} s wall, peak RSS {rss:.0f} MiB, output {size:.0f} MiB; "
-          f"OpenMetrics {samples} samples written in {gen:.1f} s, promtool blocks + Prometheus ready in {blocks:.1f} s")
-    om.unlink()
+          f"{h['rangeQueries']} range queries): capture {wall:.1f} s wall, peak RSS {rss:.0f} MiB, output {size:.0f} MiB")
 
 
 def main() -> None:
@@ -166,13 +180,17 @@ def main() -> None:
     ap.add_argument("--format", default="yaml", choices=["yaml", "json"])
     ap.add_argument("--skip-objects", action="store_true")
     ap.add_argument("--skip-history", action="store_true")
+    ap.add_argument("--work", type=Path, help="keep the Prometheus TSDB blocks here and reuse them when a later run "
+                                              "asks for the same --history-pods and --hours")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="kubesched-capture-bench-") as d:
         work = Path(d)
         if not a.skip_objects:
             bench_objects(a.nodes, a.pods, work, a.format)
         if not a.skip_history:
-            bench_history(a.history_pods, a.hours, work)
+            if a.work is not None:
+                a.work.mkdir(parents=True, exist_ok=True)
+            bench_history(a.history_pods, a.hours, a.work or work, work / "history")
 
 
 if __name__ == "__main__":

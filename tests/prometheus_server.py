@@ -18,12 +18,14 @@ import socket
 import subprocess
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import accumulate, chain, repeat
 from pathlib import Path
 from typing import TextIO
 
+import numpy as np
 import pytest
 
 
@@ -45,14 +47,16 @@ def free_port() -> int:
 
 
 @contextmanager
-def prometheus_with(openmetrics: Path, work: Path, *, prom: str | None = None, promtool: str | None = None,
+def prometheus_with(openmetrics: Path | None, work: Path, *, prom: str | None = None, promtool: str | None = None,
                     ready_timeout: float = 120.0) -> Iterator[str]:
-    """Blocks from an OpenMetrics file, a Prometheus serving them; yields its URL, stops it after."""
+    """Blocks from an OpenMetrics file (None: the blocks already in `work/tsdb`), a Prometheus serving them;
+    yields its URL, stops it after."""
     prom = prom or shutil.which("prometheus") or "prometheus"
     promtool = promtool or shutil.which("promtool") or "promtool"
     tsdb = work / "tsdb"
-    subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", str(openmetrics), str(tsdb)],
-                   check=True, capture_output=True, timeout=3600)
+    if openmetrics is not None:
+        subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", str(openmetrics), str(tsdb)],
+                       check=True, capture_output=True, timeout=7200)
     (work / "prometheus.yml").write_text("global:\n  scrape_interval: 1h\n")
     port = free_port()
     log = open(work / "prometheus.log", "wb")  # noqa: SIM115 - closed below
@@ -101,50 +105,58 @@ class PodHistory:
 
 def cadvisor_history(out: TextIO, pods: list[PodHistory], start: float, end: float, scrape: float = 15.0) -> int:
     """OpenMetrics for the pods' container series and every node's root cgroup; returns the samples written.
-    The CPU counter integrates the pod's CPU between scrapes (exact for piecewise-constant usage)."""
+    The CPU counter integrates the pod's CPU between scrapes (exact for piecewise-constant usage).
+
+    Lines are joined at C speed (each pod's values through `map`, the timestamps formatted once); the text is
+    the same as writing one sample at a time."""
     nodes = sorted({p.node for p in pods})
     times = []
     t = start
     while t < end:
         times.append(t)
         t += scrape
+    stamps = [f" {t:.3f}\n" for t in times]
+    node_cpu = {nd: np.zeros(len(times)) for nd in nodes}
+    node_mem = {nd: np.zeros(len(times)) for nd in nodes}
     n = 0
+
+    def lines(prefix: str, values: Iterable[float], at: list[str]) -> str:
+        return "".join(chain.from_iterable(zip(repeat(prefix), map(repr, values), at)))
+
+    def alive(p: PodHistory) -> tuple[list[int], list[float]]:
+        idx = [i for i, t in enumerate(times) if p.start <= t < p.end]
+        return idx, [times[i] for i in idx]
+
     out.write("# TYPE container_cpu_usage_seconds_total counter\n")
-    node_cpu: dict[str, list[float]] = {nd: [0.0] * len(times) for nd in nodes}
-    node_mem: dict[str, list[float]] = {nd: [0.0] * len(times) for nd in nodes}
     for p in pods:
+        idx, ts = alive(p)
+        if not idx:
+            continue
+        cpu = [p.cpu(t) for t in ts]
+        # The counter at each scrape: what ran since the previous one, added in time order.
+        steps = [c * (t - prev) for c, prev, t in zip(cpu[:-1], ts[:-1], ts[1:], strict=True)]
         labels = f'namespace="{p.namespace}",pod="{p.pod}",container="{p.container}",node="{p.node}"'
-        total = 0.0
-        prev = None
-        for i, t in enumerate(times):
-            if not p.start <= t < p.end:
-                continue
-            if prev is not None:
-                total += p.cpu(prev) * (t - prev)
-            prev = t
-            out.write(f"container_cpu_usage_seconds_total{{{labels}}} {total!r} {t:.3f}\n")
-            node_cpu[p.node][i] += p.cpu(t)
-            n += 1
+        out.write(lines(f"container_cpu_usage_seconds_total{{{labels}}} ", accumulate(steps, initial=0.0),
+                        [stamps[i] for i in idx]))
+        node_cpu[p.node][idx] += cpu
+        n += len(idx)
     for nd in nodes:
         # The root cgroup's counter integrates everything that ran on the node.
-        total = 0.0
-        for i, t in enumerate(times):
-            if i:
-                total += node_cpu[nd][i - 1] * scrape
-            out.write(f'container_cpu_usage_seconds_total{{id="/",node="{nd}"}} {total!r} {t:.3f}\n')
-            n += 1
+        total = accumulate((float(c) * scrape for c in node_cpu[nd][:-1]), initial=0.0)
+        out.write(lines(f'container_cpu_usage_seconds_total{{id="/",node="{nd}"}} ', total, stamps))
+        n += len(times)
     out.write("# TYPE container_memory_working_set_bytes gauge\n")
     for p in pods:
+        idx, ts = alive(p)
+        if not idx:
+            continue
+        mem = [p.memory(t) for t in ts]
         labels = f'namespace="{p.namespace}",pod="{p.pod}",container="{p.container}",node="{p.node}"'
-        for i, t in enumerate(times):
-            if p.start <= t < p.end:
-                v = p.memory(t)
-                node_mem[p.node][i] += v
-                out.write(f"container_memory_working_set_bytes{{{labels}}} {v!r} {t:.3f}\n")
-                n += 1
+        out.write(lines(f"container_memory_working_set_bytes{{{labels}}} ", mem, [stamps[i] for i in idx]))
+        node_mem[p.node][idx] += mem
+        n += len(idx)
     for nd in nodes:
-        for i, t in enumerate(times):
-            out.write(f'container_memory_working_set_bytes{{id="/",node="{nd}"}} {node_mem[nd][i]!r} {t:.3f}\n')
-            n += 1
+        out.write(lines(f'container_memory_working_set_bytes{{id="/",node="{nd}"}} ', map(float, node_mem[nd]), stamps))
+        n += len(times)
     out.write("# EOF\n")
     return n

@@ -12,9 +12,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
-from kubesched.live.history import CPU_QUERY, MEMORY_QUERY
+from kubesched.errors import RemoteError
+from kubesched.live.history import CPU_QUERY, MEMORY_QUERY, History, Prometheus, Queries, TableWriter, parse_points
 from kubesched.sim.traces import read_rows
 from tests.kube_apiserver_double import KubeAPIServerDouble
 from tests.prometheus_server import PodHistory, cadvisor_history, prometheus_with, require
@@ -183,3 +185,81 @@ def test_the_descheduler_variant_replaces_what_it_evicts(captured: tuple[Path, d
     assert code == 0, err
     lnu = next(v for v in json.loads(stdout)["variants"] if v["name"] == "lnu-usage")
     assert lnu["summary"]["podsCreated"] >= 5
+
+
+def test_csv_tables_hold_the_same_rows_as_parquet(prometheus: str, captured: tuple[Path, dict[str, Any]],
+                                                  tmp_path: Path) -> None:
+    with KubeAPIServerDouble() as api:
+        api.add(objects())
+        api.kubeconfig(tmp_path / "kubeconfig")
+        code, _, err = run("capture", "--kubeconfig", str(tmp_path / "kubeconfig"), "--out", str(tmp_path / "cap"),
+                           "--prometheus", prometheus, "--since", "1h", "--step", "1m", "--now",
+                           "2024-01-01T00:00:00Z", "--max-points", "7", "--tables", "csv", "--no-progress", "--json")
+    assert code == 0, err
+    out, _ = captured
+    for name, kind in (("usage", "usage"), ("node-usage", "nodes"), ("pods", "pods")):
+        with (tmp_path / "cap" / f"{name}.csv").open() as fh:
+            from_csv = [{k: num(v) if k in ("t", "cpu", "memory", "start", "end") else v for k, v in r.items()}
+                        for r in csv.DictReader(fh)]
+        from_parquet = [{k: num(v) if k in ("t", "cpu", "memory", "start", "end") else v for k, v in r.items()}
+                        for r in read_rows(str(out / f"{name}.parquet"), kind)]
+        assert len(from_csv) == len(from_parquet) > 0
+        for a, b in zip(from_csv, from_parquet, strict=True):
+            assert a.keys() == b.keys()
+            assert all(a[k] == b[k] or (isinstance(a[k], float) and math.isnan(a[k]) and math.isnan(b[k])) for k in a)
+
+
+def test_points_read_every_form_prometheus_writes_values_in() -> None:
+    raw = b'[[1704067200,"0.1"],[1704067260.5,"NaN"],[1704067320,"+Inf"],[1704067380,"-Inf"],[1704067440,"1e-05"]]'
+    ts, ys = parse_points(raw)
+    assert ts.tolist() == [1704067200.0, 1704067260.5, 1704067320.0, 1704067380.0, 1704067440.0]
+    expect = [0.1, math.nan, math.inf, -math.inf, 1e-05]
+    assert all(a == b or (math.isnan(a) and math.isnan(b)) for a, b in zip(ys.tolist(), expect, strict=True))
+    # JSON spacing, and an escaped string NumPy's reader does not take (the JSON decoder reads it): the same.
+    ts2, ys2 = parse_points(b'[ [1704067200, "0.25"] ,\n [1704067260, "\\u0031e3"] ]')
+    assert ts2.tolist() == [1704067200.0, 1704067260.0] and ys2.tolist() == [0.25, 1000.0]
+    assert parse_points(b"[]")[0].size == 0
+
+
+def test_an_answer_with_values_that_are_not_numbers_is_a_remote_error() -> None:
+    prom = Prometheus("http://127.0.0.1:9")
+    prom._post = lambda path, form: (  # type: ignore[method-assign]
+        b'{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"pod":"a"},'
+        b'"values":[[1704067200,"lots"]]}]}}')
+    with pytest.raises(RemoteError, match="unreadable /api/v1/query_range answer"):
+        prom.query_range("x", 1704067200, 1704067200, 60)
+    prom._post = lambda path, form: b"<html>proxy error</html>"  # type: ignore[method-assign]
+    with pytest.raises(RemoteError, match="unreadable"):
+        prom.query_range("x", 1704067200, 1704067200, 60)
+
+
+class _FakeAnswers(Prometheus):
+    """Answers every range query with `series` pods' points over the asked window (no HTTP)."""
+
+    def __init__(self, series: int) -> None:
+        super().__init__("http://127.0.0.1:9")
+        self.series = series
+        self.asked: list[int] = []
+
+    def query_range(self, expr: str, start: float, end: float, step: float) -> list[tuple[dict[str, str], Any, Any]]:
+        ts = np.arange(start, end + step / 2, step)
+        self.asked.append(len(ts))
+        self.queries_made += 1
+        return [({"namespace": "ns", "pod": f"p{i:03d}", "node": f"n{i % 3}"}, ts, np.full(len(ts), float(i)))
+                for i in range(self.series)]
+
+
+def test_chunks_after_the_first_are_sized_by_its_series(tmp_path: Path) -> None:
+    prom = _FakeAnswers(series=40)
+    h = History(prom, Queries(), 0.0, 599 * 60.0, 60.0, max_samples=2000)
+    w = TableWriter(tmp_path / "usage.csv", [("pod", "string"), ("node", "string"), ("t", "int"), ("cpu", "float"),
+                                             ("memory", "float")], parquet=False)
+    h.fetch_pods(w)
+    w.close()
+    # 600 steps: a first chunk of 60, then 2000 points / 40 series = 50 steps per answer (CPU and memory each).
+    assert prom.asked == [60, 60] + [50, 50] * 10 + [40, 40]
+    assert h.result.usage_rows == 40 * 600 and len(h.result.pods_with_usage) == 40
+    with (tmp_path / "usage.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert [(r["pod"], r["t"]) for r in rows[:2]] == [("ns/p000", "0"), ("ns/p000", "60")]
+    assert rows[60]["pod"] == "ns/p001" and rows[60]["node"] == "n1" and rows[60]["cpu"] == "1.0"

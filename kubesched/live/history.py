@@ -16,6 +16,11 @@ Range queries are split in time so that no series has more than `max_points` poi
 (Prometheus refuses more than 11,000 points per series) and no answer holds more than `max_samples` points
 in all (a chunk that Prometheus still finds too large is halved and asked again).
 
+Memory grows with one chunk, not with the window or the cluster: an answer is decoded by msgspec with each
+series' points left as raw JSON and read by NumPy into two float arrays (no Python object per point), the
+CPU and memory answers are merged as NumPy columns (pods and nodes as codes into a list of their names),
+and each chunk is written as its own Parquet row group / CSV rows before the next one is asked for.
+
 What is written, streamed chunk by chunk (Parquet with pyarrow installed, else CSV):
 - usage: pod (`namespace/name`), node, t (seconds since the window start), cpu (cores), memory (bytes) —
   one row per pod and sampled step; a resource without a point at that step is empty;
@@ -33,11 +38,13 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import numpy as np
 
 from kubesched.errors import InputError, RemoteError
@@ -60,6 +67,48 @@ class Queries:
     node_memory: str = NODE_MEMORY_QUERY
 
 
+class _Series(msgspec.Struct):
+    metric: dict[str, str] = {}
+    values: msgspec.Raw = msgspec.Raw(b"[]")  # [[t, "v"], ...], read by `parse_points`
+
+
+class _Data(msgspec.Struct):
+    resultType: str = ""  # noqa: N815 - Prometheus' field name
+    result: msgspec.Raw = msgspec.Raw(b"[]")
+
+
+class _Answer(msgspec.Struct):
+    status: str = ""
+    error: str = ""
+    data: _Data = msgspec.field(default_factory=_Data)
+
+
+_ANSWER = msgspec.json.Decoder(_Answer)
+_MATRIX = msgspec.json.Decoder(list[_Series])
+_PAIRS = msgspec.json.Decoder(list[tuple[float, str]])
+
+
+def parse_points(raw: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """(timestamps, values) of a series' `[[t, "v"], ...]`: stripped of brackets and quotes and read by NumPy
+    in one call; values are strings in Prometheus' JSON ("NaN", "+Inf" included)."""
+    n = raw.count(b'"') // 2
+    if n == 0:
+        return np.empty(0), np.empty(0)
+    with warnings.catch_warnings():
+        # A text NumPy cannot read to the end stops it short with a warning (NumPy < 2.3: the count below
+        # catches it) or a ValueError; the JSON decoder then reads the points one by one.
+        warnings.simplefilter("ignore")
+        try:
+            flat = np.fromstring(raw.translate(None, b'[]"'), sep=",")
+        except ValueError:
+            flat = np.empty(0)
+    if flat.size == 2 * n:
+        return flat[0::2].copy(), flat[1::2].copy()
+    pairs = _PAIRS.decode(raw)
+    return (np.fromiter((p[0] for p in pairs), dtype=np.float64, count=len(pairs)),
+            np.fromiter((float(p[1]) for p in pairs), dtype=np.float64, count=len(pairs)))
+
+
 class TooLarge(RemoteError):
     """Prometheus refused a range query as too large (points or samples)."""
 
@@ -74,7 +123,7 @@ class Prometheus:
     sleep: Callable[[float], None] = time.sleep
     queries_made: int = 0
 
-    def _post(self, path: str, form: dict[str, str]) -> Any:
+    def _post(self, path: str, form: dict[str, str]) -> bytes:
         data = urllib.parse.urlencode(form).encode()
         host = urllib.parse.urlsplit(self.url).hostname or ""
         handlers: list[urllib.request.BaseHandler] = []
@@ -92,7 +141,7 @@ class Prometheus:
             self.queries_made += 1
             try:
                 with opener.open(req, timeout=self.retry.timeout) as resp:
-                    return json.loads(resp.read())
+                    return bytes(resp.read())
             except urllib.error.HTTPError as e:
                 body = e.read().decode("utf-8", "replace")
                 try:
@@ -108,8 +157,6 @@ class Prometheus:
                 retry_after = float(ra) if ra and ra.replace(".", "", 1).isdigit() else None
             except (urllib.error.URLError, OSError) as e:
                 last = str(getattr(e, "reason", e))
-            except ValueError:
-                raise RemoteError(f"prometheus {self.url}: {path} did not answer JSON") from None
             if attempt + 1 < self.retry.attempts:
                 self.sleep(self.retry.delay(attempt, retry_after))
         raise RemoteError(f"prometheus {self.url}: cannot query {path} after {self.retry.attempts} attempts: {last}")
@@ -117,21 +164,18 @@ class Prometheus:
     def query_range(self, expr: str, start: float, end: float, step: float) -> list[tuple[dict[str, str], np.ndarray,
                                                                                           np.ndarray]]:
         """(labels, timestamps, values) of every series of a range query."""
-        doc = self._post("/api/v1/query_range", {"query": expr, "start": _num(start), "end": _num(end),
-                                                  "step": _num(step)})
-        if doc.get("status") != "success":
-            raise RemoteError(f"prometheus {self.url}: query failed: {doc.get('error', doc)}")
-        data = doc.get("data") or {}
-        if data.get("resultType") != "matrix":
-            raise InputError(f"the query must give a range vector per series, got {data.get('resultType')!r}: {expr}",
-                             field="query")
-        out = []
-        for s in data.get("result") or []:
-            vals = s.get("values") or []
-            ts = np.fromiter((float(v[0]) for v in vals), dtype=np.float64, count=len(vals))
-            ys = np.fromiter((float(v[1]) for v in vals), dtype=np.float64, count=len(vals))
-            out.append(({str(k): str(v) for k, v in (s.get("metric") or {}).items()}, ts, ys))
-        return out
+        body = self._post("/api/v1/query_range", {"query": expr, "start": _num(start), "end": _num(end),
+                                                   "step": _num(step)})
+        try:
+            doc = _ANSWER.decode(body)
+            if doc.status != "success":
+                raise RemoteError(f"prometheus {self.url}: query failed: {doc.error or body[:200]!r}")
+            if doc.data.resultType != "matrix":
+                raise InputError(f"the query must give a range vector per series, got {doc.data.resultType!r}: "
+                                 f"{expr}", field="query")
+            return [(s.metric, *parse_points(bytes(s.values))) for s in _MATRIX.decode(doc.data.result)]
+        except ValueError as e:  # msgspec.DecodeError, or a value that is not a number
+            raise RemoteError(f"prometheus {self.url}: unreadable /api/v1/query_range answer: {e}") from None
 
 
 def _num(x: float) -> str:
@@ -141,8 +185,23 @@ def _num(x: float) -> str:
 # ---------------------------------------------------------------- writers
 
 
+@dataclass(frozen=True, slots=True)
+class Strings:
+    """A string column as codes into its distinct values: one Python string per pod or node, not per row."""
+
+    codes: np.ndarray
+    values: list[str]
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def tolist(self) -> list[str]:
+        v = self.values
+        return [v[i] for i in self.codes.tolist()]
+
+
 class TableWriter:
-    """Rows streamed to Parquet (pyarrow) or CSV, one batch at a time."""
+    """Rows streamed to Parquet (pyarrow) or CSV, one batch at a time (a Parquet row group each)."""
 
     def __init__(self, path: Path, columns: list[tuple[str, str]], parquet: bool) -> None:
         self.path = path
@@ -177,11 +236,15 @@ class TableWriter:
                     arrays.append(self._pa.array(np.asarray(col, dtype=np.float64), from_pandas=True))
                 elif kind == "int":
                     arrays.append(self._pa.array(np.asarray(col, dtype=np.int64)))
+                elif isinstance(col, Strings):
+                    values = self._pa.array(col.values, type=self._pa.string())
+                    arrays.append(values.take(self._pa.array(col.codes)))
                 else:
                     arrays.append(self._pa.array(list(col), type=self._pa.string()))
             self._writer.write_table(self._pa.Table.from_arrays(arrays, schema=self._schema))
             return
-        cols = [batch[name] for name, _ in self.columns]
+        cols = [batch[name].tolist() if isinstance(batch[name], (np.ndarray, Strings)) else batch[name]
+                for name, _ in self.columns]
         kinds = [k for _, k in self.columns]
         for row in zip(*cols, strict=True):
             self._csv.writerow([_cell(v, k) for v, k in zip(row, kinds, strict=True)])
@@ -288,69 +351,94 @@ class History:
             cpu = self._ranged(self.q.cpu, s, e)
             mem = self._ranged(self.q.memory, s, e)
             self.result.chunks += 1
+            series = max(len(cpu), len(mem), 1)
             self._write_pods(writer, cpu, mem)
             done += n
             if self.progress is not None:
                 self.progress(done, self.points)
             if not sized:
                 sized = True
-                series = max(len(cpu), len(mem), 1)
                 points = max(1, min(self.max_points, self.max_samples // series))
         self.result.queries = self.prom.queries_made
 
+    def _merge(self, cpu: list[Any], mem: list[Any], key: Callable[[dict[str, str]], tuple[str, ...] | None]
+               ) -> tuple[list[tuple[str, ...]], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """CPU and memory series of one chunk as rows sorted by (key, step): (the keys in sorted order, each
+        row's key code into them, its step index, cpu, memory); a resource without a point there is NaN. Where
+        two series have the same key, the later one's points win. Empties `cpu` and `mem` (their arrays are
+        freed as they are merged)."""
+        keys: dict[tuple[str, ...], int] = {}
+        cols: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # per answer: key code, step index, value
+        for result in (cpu, mem):
+            codes: list[int] = []
+            sizes: list[int] = []
+            ts: list[np.ndarray] = []
+            ys: list[np.ndarray] = []
+            for labels, t, y in result:
+                k = key(labels)
+                if k is not None and len(t):
+                    codes.append(keys.setdefault(k, len(keys)))
+                    sizes.append(len(t))
+                    ts.append(t)
+                    ys.append(y)
+            result.clear()
+            cols.append((np.repeat(np.asarray(codes, dtype=np.int64), sizes),
+                         self._index(np.concatenate(ts)) if ts else np.empty(0, np.int64),
+                         np.concatenate(ys) if ys else np.empty(0)))
+            del ts, ys
+        ordered = sorted(keys)
+        if not ordered:
+            empty = np.empty(0)
+            return ordered, empty.astype(np.int64), empty.astype(np.int64), empty, empty
+        rank = np.empty(len(ordered), dtype=np.int64)
+        rank[[keys[k] for k in ordered]] = np.arange(len(ordered))
+        lo = min(int(idx.min()) for _, idx, _ in cols if len(idx))
+        span = max(int(idx.max()) for _, idx, _ in cols if len(idx)) - lo + 1
+        # One int64 per row orders by key, then step.
+        flat = [(rank[codes] * span + (idx - lo), vals) for codes, idx, vals in cols]
+        del cols
+        rows = np.sort(np.concatenate([f for f, _ in flat]))
+        rows = rows[np.r_[True, rows[1:] != rows[:-1]]]  # unique (np.unique hashes: slower on millions)
+        values = []
+        for f, vals in flat:
+            v = np.full(len(rows), np.nan)
+            v[np.searchsorted(rows, f)] = vals
+            values.append(v)
+        return ordered, rows // span, rows % span + lo, values[0], values[1]
+
     def _write_pods(self, writer: TableWriter, cpu: list[Any], mem: list[Any]) -> None:
-        merged: dict[tuple[str, str, str], dict[int, list[float]]] = {}
-        for which, result in ((0, cpu), (1, mem)):
-            for labels, ts, ys in result:
-                ns, pod, node = labels.get("namespace", ""), labels.get("pod", ""), labels.get("node", "")
-                if not pod:
-                    continue
-                slot = merged.setdefault((ns, pod, node), {})
-                for i, y in zip(self._index(ts).tolist(), ys.tolist(), strict=True):
-                    slot.setdefault(i, [math.nan, math.nan])[which] = y
-        pods: list[str] = []
-        nodes: list[str] = []
-        t: list[int] = []
-        c: list[float] = []
-        m: list[float] = []
-        for (ns, pod, node), slot in sorted(merged.items()):
-            key = f"{ns}/{pod}"
-            idx = sorted(slot)
+        def key(labels: dict[str, str]) -> tuple[str, ...] | None:
+            pod = labels.get("pod", "")
+            return (labels.get("namespace", ""), pod, labels.get("node", "")) if pod else None
+
+        ordered, codes, idx, c, m = self._merge(cpu, mem, key)
+        if not ordered:
+            return
+        # Each key's first and last step in this chunk: the ends of its runs of rows.
+        starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
+        ends = np.r_[starts[1:], len(codes)] - 1
+        for k, first, last in zip(codes[starts].tolist(), idx[starts].tolist(), idx[ends].tolist(), strict=True):
+            ns, pod, node = ordered[k]
             life = self.result.lifetimes.get((ns, pod, node))
             if life is None:
-                self.result.lifetimes[(ns, pod, node)] = Lifetime(idx[0], idx[-1])
+                self.result.lifetimes[(ns, pod, node)] = Lifetime(first, last)
             else:
-                life.first, life.last = min(life.first, idx[0]), max(life.last, idx[-1])
-            self.result.pods_with_usage.add(key)
-            for i in idx:
-                pods.append(key)
-                nodes.append(node)
-                t.append(int(round(i * self.step)))
-                c.append(slot[i][0])
-                m.append(slot[i][1])
-        writer.write({"pod": pods, "node": nodes, "t": t, "cpu": c, "memory": m})
+                life.first, life.last = min(life.first, first), max(life.last, last)
+            self.result.pods_with_usage.add(f"{ns}/{pod}")
+        writer.write({"pod": Strings(codes, [f"{ns}/{pod}" for ns, pod, _ in ordered]),
+                      "node": Strings(codes, [node for _, _, node in ordered]),
+                      "t": np.rint(idx * self.step).astype(np.int64), "cpu": c, "memory": m})
         self.result.usage_rows = writer.rows
 
     def fetch_nodes(self, writer: TableWriter) -> None:
         """Node CPU and memory over the window into `writer` (node, t, cpu, memory)."""
         for s, e in time_chunks(self.start, self.end, self.step, self.max_points):
-            merged: dict[str, dict[int, list[float]]] = {}
-            for which, expr in ((0, self.q.node_cpu), (1, self.q.node_memory)):
-                for labels, ts, ys in self._ranged(expr, s, e):
-                    node = labels.get("node", "")
-                    if not node:
-                        continue
-                    slot = merged.setdefault(node, {})
-                    for i, y in zip(self._index(ts).tolist(), ys.tolist(), strict=True):
-                        slot.setdefault(i, [math.nan, math.nan])[which] = y
-            batch: dict[str, list[Any]] = {"node": [], "t": [], "cpu": [], "memory": []}
-            for node, slot in sorted(merged.items()):
-                self.result.nodes_with_usage.add(node)
-                for i in sorted(slot):
-                    batch["node"].append(node)
-                    batch["t"].append(int(round(i * self.step)))
-                    batch["cpu"].append(slot[i][0])
-                    batch["memory"].append(slot[i][1])
-            writer.write(batch)
+            cpu = self._ranged(self.q.node_cpu, s, e)
+            mem = self._ranged(self.q.node_memory, s, e)
+            ordered, codes, idx, c, m = self._merge(cpu, mem, lambda labels: (labels["node"],) if labels.get("node")
+                                                    else None)
+            self.result.nodes_with_usage.update(k[0] for k in ordered)
+            writer.write({"node": Strings(codes, [k[0] for k in ordered]),
+                          "t": np.rint(idx * self.step).astype(np.int64), "cpu": c, "memory": m})
         self.result.node_rows = writer.rows
         self.result.queries = self.prom.queries_made
