@@ -13,11 +13,11 @@ from __future__ import annotations
 import numpy as np
 
 from kubesched.api.objects import Pod
-from kubesched.cluster.gpu import MAX_SPEC_CPU, MAX_SPEC_GPU, GpuTable
+from kubesched.cluster.gpu import MAX_SPEC_CPU, MAX_SPEC_GPU
 from kubesched.cluster.state import ClusterState, NodeInfo
-from kubesched.scheduler.framework import MAX_NODE_SCORE, MIN_NODE_SCORE, CycleState, Handle, ScorePlugin, Status, error
+from kubesched.scheduler.framework import MAX_NODE_SCORE, MIN_NODE_SCORE, CycleState, Status, error
 from kubesched.scheduler.plugins.gomath import go_div_array
-from kubesched.scheduler.plugins.gpushare.args import GpuPolicyArgs
+from kubesched.scheduler.plugins.gpushare.policy import GpuPolicyScore
 from kubesched.scheduler.plugins.gpushare.resource import NodeRes, PodRes, node_res, pod_res
 
 
@@ -45,14 +45,8 @@ def normalize(scores: np.ndarray) -> None:
     scores[:] = go_div_array((scores - lo) * (MAX_NODE_SCORE - MIN_NODE_SCORE), hi - lo) + MIN_NODE_SCORE
 
 
-class BestFitScore(ScorePlugin):
+class BestFitScore(GpuPolicyScore):
     name = "BestFitScore"
-    Args = GpuPolicyArgs
-    args: GpuPolicyArgs
-
-    def __init__(self, args: GpuPolicyArgs, handle: Handle) -> None:
-        super().__init__(args, handle)
-        self.gpu = GpuTable.of(handle.cluster)
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status]:
         node, p = node_res(self.gpu, node_info.index), pod_res(pod)

@@ -20,10 +20,10 @@ import math
 import numpy as np
 
 from kubesched.api.objects import Pod
-from kubesched.cluster.gpu import MAX_SPEC_CPU, MAX_SPEC_GPU, MILLI, GpuTable
+from kubesched.cluster.gpu import MAX_SPEC_CPU, MAX_SPEC_GPU, MILLI
 from kubesched.cluster.state import ClusterState, NodeInfo
-from kubesched.scheduler.framework import MAX_NODE_SCORE, MIN_NODE_SCORE, CycleState, Handle, ScorePlugin, Status
-from kubesched.scheduler.plugins.gpushare.args import GpuPolicyArgs
+from kubesched.scheduler.framework import MAX_NODE_SCORE, MIN_NODE_SCORE, CycleState, Status
+from kubesched.scheduler.plugins.gpushare.policy import GpuPolicyScore
 from kubesched.scheduler.plugins.gpushare.resource import NodeRes, PodRes, allocate_exclusive, node_res, pod_res
 
 Group = tuple[list[float], list[float], str]
@@ -127,14 +127,8 @@ def dot_product_score(node: NodeRes, pod: PodRes, method: str, norm: str) -> tup
     return int(float(MAX_NODE_SCORE) * score), gpu_id
 
 
-class DotProductScore(ScorePlugin):
+class DotProductScore(GpuPolicyScore):
     name = "DotProductScore"
-    Args = GpuPolicyArgs
-    args: GpuPolicyArgs
-
-    def __init__(self, args: GpuPolicyArgs, handle: Handle) -> None:
-        super().__init__(args, handle)
-        self.gpu = GpuTable.of(handle.cluster)
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status]:
         s, _ = dot_product_score(node_res(self.gpu, node_info.index), pod_res(pod), self.args.dim_ext_method,

@@ -23,11 +23,12 @@ import numpy as np
 
 from kubesched.api.objects import Pod
 from kubesched.api.resources import pod_requests
-from kubesched.cluster.gpu import GpuTable, TypicalPod, gpu_request, pod_milli_cpu
+from kubesched.cluster.gpu import TypicalPod, gpu_request, pod_milli_cpu
 from kubesched.cluster.gpufrag import FragCache, fragmentation, typical_pods
 from kubesched.cluster.state import ClusterState, NodeInfo
-from kubesched.scheduler.framework import MAX_NODE_SCORE, MIN_NODE_SCORE, CycleState, Handle, ScorePlugin, Status, error
+from kubesched.scheduler.framework import MAX_NODE_SCORE, MIN_NODE_SCORE, CycleState, Handle, Status, error
 from kubesched.scheduler.plugins.gpushare.args import GpuPolicyArgs
+from kubesched.scheduler.plugins.gpushare.policy import GpuPolicyScore
 from kubesched.scheduler.plugins.gpushare.resource import NodeRes, allocate_exclusive, pod_res
 
 MILLI_SCALE = 1000.0
@@ -38,14 +39,11 @@ def _fgd(delta: np.ndarray) -> np.ndarray:
     return (1.0 / (1.0 + np.exp(-(delta / MILLI_SCALE))) * float(MAX_NODE_SCORE)).astype(np.int64)
 
 
-class FGDScore(ScorePlugin):
+class FGDScore(GpuPolicyScore):
     name = "FGDScore"
-    Args = GpuPolicyArgs
-    args: GpuPolicyArgs
 
     def __init__(self, args: GpuPolicyArgs, handle: Handle) -> None:
         super().__init__(args, handle)
-        self.gpu = GpuTable.of(handle.cluster)
         self.frag = FragCache.of(self.gpu)
 
     def _ensure_target(self) -> None:

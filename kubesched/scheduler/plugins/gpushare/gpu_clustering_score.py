@@ -13,21 +13,15 @@ from __future__ import annotations
 import numpy as np
 
 from kubesched.api.objects import Pod
-from kubesched.cluster.gpu import MAX_SPEC_GPU, NO_GPU_TAG, GpuTable, gpu_request
+from kubesched.cluster.gpu import MAX_SPEC_GPU, NO_GPU_TAG, gpu_request
 from kubesched.cluster.state import ClusterState, NodeInfo
-from kubesched.scheduler.framework import MAX_NODE_SCORE, MIN_NODE_SCORE, CycleState, Handle, ScorePlugin, Status, error
+from kubesched.scheduler.framework import MAX_NODE_SCORE, MIN_NODE_SCORE, CycleState, Status, error
 from kubesched.scheduler.plugins.gomath import go_div_array
-from kubesched.scheduler.plugins.gpushare.args import GpuPolicyArgs
+from kubesched.scheduler.plugins.gpushare.policy import GpuPolicyScore
 
 
-class GpuClusteringScore(ScorePlugin):
+class GpuClusteringScore(GpuPolicyScore):
     name = "GpuClusteringScore"
-    Args = GpuPolicyArgs
-    args: GpuPolicyArgs
-
-    def __init__(self, args: GpuPolicyArgs, handle: Handle) -> None:
-        super().__init__(args, handle)
-        self.gpu = GpuTable.of(handle.cluster)
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status]:
         rows = np.array([node_info.index], dtype=np.int64)

@@ -17,10 +17,10 @@ from __future__ import annotations
 import numpy as np
 
 from kubesched.api.objects import Pod
-from kubesched.cluster.gpu import MILLI, GpuTable, gpu_request
+from kubesched.cluster.gpu import MILLI, gpu_request
 from kubesched.cluster.state import ClusterState, NodeInfo
-from kubesched.scheduler.framework import MAX_NODE_SCORE, MIN_NODE_SCORE, CycleState, Handle, ScorePlugin, Status, error
-from kubesched.scheduler.plugins.gpushare.args import GpuPolicyArgs
+from kubesched.scheduler.framework import MAX_NODE_SCORE, MIN_NODE_SCORE, CycleState, Status, error
+from kubesched.scheduler.plugins.gpushare.policy import GpuPolicyScore
 from kubesched.scheduler.plugins.gpushare.resource import NodeRes, PodRes, node_res, pod_res
 
 
@@ -49,14 +49,8 @@ def packing_score(node: NodeRes, pod: PodRes) -> int | None:
     return max(MAX_NODE_SCORE - ratio // 10, MAX_NODE_SCORE // 2)
 
 
-class GpuPackingScore(ScorePlugin):
+class GpuPackingScore(GpuPolicyScore):
     name = "GpuPackingScore"
-    Args = GpuPolicyArgs
-    args: GpuPolicyArgs
-
-    def __init__(self, args: GpuPolicyArgs, handle: Handle) -> None:
-        super().__init__(args, handle)
-        self.gpu = GpuTable.of(handle.cluster)
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status]:
         if gpu_request(pod).milli <= 0:
