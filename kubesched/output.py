@@ -51,16 +51,22 @@ def _check_parent_writable(path: Path, option: str) -> None:
         raise InputError(f"cannot create {path}: {e.strerror or e}", field=option) from None
 
 
-def check_output_dir(path: str | os.PathLike[str], option: str = "--out") -> Path:
-    """A folder kubesched may (re)write whole; InputError naming `option` otherwise. Nothing is created."""
+def _folder(path: str | os.PathLike[str], option: str) -> Path:
+    """The path of an output folder: a name, not a broken link, and a folder if it exists."""
     p = Path(path)
     if str(path) == "":
         raise InputError("expected a folder name", field=option)
     if p.is_symlink() and not p.exists():
         raise InputError(f"{p} is a broken symbolic link", field=option)
+    if p.exists() and not p.is_dir():
+        raise InputError(f"{p} exists and is not a folder", field=option)
+    return p
+
+
+def check_output_dir(path: str | os.PathLike[str], option: str = "--out") -> Path:
+    """A folder kubesched may (re)write whole; InputError naming `option` otherwise. Nothing is created."""
+    p = _folder(path, option)
     if p.exists():
-        if not p.is_dir():
-            raise InputError(f"{p} exists and is not a folder", field=option)
         try:
             entries = [e.name for e in p.iterdir()]
         except OSError as e:
@@ -78,14 +84,8 @@ def check_output_dir(path: str | os.PathLike[str], option: str = "--out") -> Pat
 def check_resumable_dir(path: str | os.PathLike[str], option: str = "--out") -> Path:
     """A folder a resumable command (tune, sweep) adds to: it may hold earlier results, but must be a folder
     kubesched can create or write in; InputError naming `option` otherwise. Nothing is created."""
-    p = Path(path)
-    if str(path) == "":
-        raise InputError("expected a folder name", field=option)
-    if p.is_symlink() and not p.exists():
-        raise InputError(f"{p} is a broken symbolic link", field=option)
+    p = _folder(path, option)
     if p.exists():
-        if not p.is_dir():
-            raise InputError(f"{p} exists and is not a folder", field=option)
         if not os.access(p, os.W_OK | os.X_OK):
             raise InputError(f"cannot write in {p}: permission denied", field=option)
         return p

@@ -132,6 +132,29 @@ def filter_pods_with_pdb_violation(pods: Sequence[Pod], pdbs: Sequence[PodDisrup
     return violating, non_violating
 
 
+def reprieve_in_order(violating: Sequence[Pod], non_violating: Sequence[Pod],
+                      reprieve: Callable[[Pod], tuple[bool, Status]], victims: list[Pod],
+                      key: Callable[[Pod], tuple[int, float]]) -> tuple[list[Pod], int, Status]:
+    """The end of selectVictimsOnNode: try to keep each pod — those whose eviction would violate a PDB
+    first, then the others, each group most important first — counting the PDB-violating ones that must
+    go anyway; `reprieve(p)` puts p back and says whether the preemptor still fits (appending p to
+    `victims` when it does not). Victims come out ordered by importance when both groups gave some."""
+    num_violating = 0
+    for p in violating:
+        kept, st = reprieve(p)
+        if not st.is_success:
+            return [], 0, Status(Code.ERROR, [st.message])
+        if not kept:
+            num_violating += 1
+    for p in non_violating:
+        _, st = reprieve(p)
+        if not st.is_success:
+            return [], 0, Status(Code.ERROR, [st.message])
+    if violating and non_violating:
+        victims.sort(key=key)
+    return victims, num_violating, Status()
+
+
 def pod_terminating_by_preemption(pod: Pod) -> bool:
     """Being deleted, with a DisruptionTarget condition set by scheduler preemption."""
     if pod.meta.deletion_timestamp is None:

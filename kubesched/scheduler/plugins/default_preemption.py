@@ -27,6 +27,7 @@ from kubesched.scheduler.preemption import (
     filter_pods_with_pdb_violation,
     more_important_key,
     pod_terminating_by_preemption,
+    reprieve_in_order,
 )
 
 DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE = 10
@@ -169,7 +170,6 @@ class DefaultPreemption(PostFilterPlugin):
         potential.sort(key=key)
         violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
         victims: list[Pod] = []
-        num_violating = 0
 
         def reprieve(p: Pod) -> tuple[bool, Status]:
             st = add(p)
@@ -183,19 +183,7 @@ class DefaultPreemption(PostFilterPlugin):
                 victims.append(p)
             return fits, SUCCESS
 
-        for p in violating:
-            fits, st = reprieve(p)
-            if not st.is_success:
-                return [], 0, Status(Code.ERROR, [st.message])
-            if not fits:
-                num_violating += 1
-        for p in non_violating:
-            _, st = reprieve(p)
-            if not st.is_success:
-                return [], 0, Status(Code.ERROR, [st.message])
-        if violating and non_violating:
-            victims.sort(key=key)
-        return victims, num_violating, SUCCESS
+        return reprieve_in_order(violating, non_violating, reprieve, victims, key)
 
 
 def _counted(pod: Pod | None) -> bool:

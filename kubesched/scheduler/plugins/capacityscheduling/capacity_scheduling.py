@@ -50,7 +50,13 @@ from kubesched.scheduler.plugins.capacityscheduling.elastic_quota import (
     pod_request,
 )
 from kubesched.scheduler.plugins.framework_resource import Resource
-from kubesched.scheduler.preemption import Evaluator, Victims, filter_pods_with_pdb_violation, more_important_key
+from kubesched.scheduler.preemption import (
+    Evaluator,
+    Victims,
+    filter_pods_with_pdb_violation,
+    more_important_key,
+    reprieve_in_order,
+)
 
 NAME = "CapacityScheduling"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME
@@ -370,17 +376,4 @@ class _Preemptor:
                 victims.append(p)
             return ok, Status()
 
-        num_violating = 0
-        for p in violating:
-            ok, st = reprieve(p)
-            if not st.is_success:
-                return [], 0, Status(Code.ERROR, [st.message])
-            if not ok:
-                num_violating += 1
-        for p in non_violating:
-            _, st = reprieve(p)
-            if not st.is_success:
-                return [], 0, Status(Code.ERROR, [st.message])
-        if violating and non_violating:
-            victims.sort(key=key)
-        return victims, num_violating, Status()
+        return reprieve_in_order(violating, non_violating, reprieve, victims, key)
