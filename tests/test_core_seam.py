@@ -62,8 +62,9 @@ def write(path: Path, items: list[dict[str, Any]]) -> str:
 
 
 def fingerprint(obj: Any) -> str:
-    """Everything an object says, as text (its manifest and its parsed fields, not the memo cache)."""
-    fields = {k: repr(getattr(obj, k)) for k in obj.__dataclass_fields__ if k not in ("cache", "raw")}
+    """Everything an object says, as text (its manifest and its parsed fields, not the memo cache). The
+    manifest is read through `raw`: the stored `document` may be a lazy form that `raw` turns into the dict."""
+    fields = {k: repr(getattr(obj, k)) for k in obj.__dataclass_fields__ if k not in ("cache", "raw", "document")}
     return json.dumps([obj.raw, fields], sort_keys=True, default=str)
 
 

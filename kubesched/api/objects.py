@@ -67,7 +67,7 @@ class RawDocument:
         return doc
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, RawDocument | RawPart):
+        if isinstance(other, RawDocument | RawPart | BoundDocument):
             return self.decode() == other.decode()
         if isinstance(other, dict):
             return self.decode() == other
@@ -95,7 +95,38 @@ class RawPart:
         return node  # type: ignore[no-any-return]
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, RawDocument | RawPart):
+        if isinstance(other, RawDocument | RawPart | BoundDocument):
+            return self.decode() == other.decode()
+        if isinstance(other, dict):
+            return self.decode() == other
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class BoundDocument:
+    """A pod's document after a binding: `base` with spec.nodeName set to `node_name` (removed when empty),
+    made when first read. A binding happens once per pod in the scheduler's hot path and most bound pods
+    are never printed, so the copy of the document is put off until someone reads it."""
+
+    __slots__ = ("base", "node_name")
+
+    def __init__(self, base: dict[str, Any] | RawDocument | BoundDocument, node_name: str) -> None:
+        self.base = base
+        self.node_name = node_name
+
+    def decode(self) -> dict[str, Any]:
+        base = self.base
+        raw = base if type(base) is dict else base.decode()  # type: ignore[union-attr]
+        spec = dict(raw.get("spec") or {})
+        if self.node_name:
+            spec["nodeName"] = self.node_name
+        else:
+            spec.pop("nodeName", None)
+        return {**raw, "spec": spec}
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, RawDocument | RawPart | BoundDocument):
             return self.decode() == other.decode()
         if isinstance(other, dict):
             return self.decode() == other
@@ -618,19 +649,24 @@ class Pod:
     restart_policy: str
     phase: str
     nominated_node_name: str
-    # The stored document: a dict, or a RawDocument decoded (once) when `raw` is first read.
-    document: dict[str, Any] | RawDocument
+    # The stored document: a dict, or a RawDocument / BoundDocument made into one when `raw` is first read.
+    document: dict[str, Any] | RawDocument | BoundDocument
     # Derived values computed once per pod object (requests, shape keys); never part of equality.
     cache: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
+    # namespace/name, made once: the key of every index, read a dozen times per pod per scheduling cycle.
+    key: str = field(init=False, repr=False, compare=False)
 
     kind = "Pod"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", f"{self.meta.namespace}/{self.meta.name}")
 
     @property
     def raw(self) -> dict[str, Any]:
         """The pod as stored (what `kubectl get -o yaml` prints)."""
         doc = self.document
-        if type(doc) is RawDocument:
-            doc = doc.decode()
+        if type(doc) is not dict:
+            doc = doc.decode()  # type: ignore[union-attr]
             object.__setattr__(self, "document", doc)
         return doc  # type: ignore[return-value]
 
@@ -641,10 +677,6 @@ class Pod:
     @property
     def namespace(self) -> str:
         return self.meta.namespace
-
-    @property
-    def key(self) -> str:
-        return f"{self.meta.namespace}/{self.meta.name}"
 
     @property
     def labels(self) -> dict[str, str]:
@@ -683,12 +715,7 @@ class Pod:
 
     def bound_to(self, node_name: str) -> Pod:
         """The pod after a binding (spec.nodeName set; empty: the assumption forgotten)."""
-        spec = dict(self.raw.get("spec") or {})
-        if node_name:
-            spec["nodeName"] = node_name
-        else:
-            spec.pop("nodeName", None)
-        return _evolve(self, node_name=node_name, document={**self.raw, "spec": spec})
+        return _evolve(self, node_name=node_name, document=BoundDocument(self.document, node_name))
 
     def with_status(self, **fields: Any) -> Pod:
         """The pod with status fields set (a value of None removes the field)."""
@@ -740,11 +767,21 @@ STATUS_DERIVED_CACHE_KEYS: frozenset[Hashable] = frozenset({"start_time", ("qos_
 def _evolve(obj: Any, **changes: Any) -> Any:
     """dataclasses.replace for a frozen slots dataclass whose fields need no validation: a field-by-field
     copy (a pod changes state several times in its life; replace() re-runs __init__ each time)."""
-    new = object.__new__(type(obj))
+    cls = type(obj)
+    slots = _SLOTS.get(cls)
+    if slots is None:
+        # The slot descriptors' own get/set (a frozen dataclass's __setattr__ refuses; these do not).
+        slots = _SLOTS[cls] = tuple((d.__get__, d.__set__) for d in (cls.__dict__[n] for n in cls.__slots__))
+    new = object.__new__(cls)
+    for get, put in slots:
+        put(new, get(obj))
     setter = object.__setattr__
-    for name in obj.__slots__:
-        setter(new, name, changes[name] if name in changes else getattr(obj, name))
+    for name, value in changes.items():
+        setter(new, name, value)
     return new
+
+
+_SLOTS: dict[type, tuple[tuple[Any, Any], ...]] = {}
 
 
 def _containers(spec: dict[str, Any], key: str, document: RawDocument | None) -> list[Container]:

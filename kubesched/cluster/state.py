@@ -295,6 +295,9 @@ class ClusterState:
         self._dispatching = False
         self.assigned_with_affinity: dict[str, Pod] = {}
         self.assigned_with_required_anti_affinity: dict[str, Pod] = {}
+        # How many pods counted on nodes have each priority (whether a preemptor has any lower-priority pod to
+        # evict, answered without a walk over every pod).
+        self.assigned_priorities: dict[int, int] = {}
         # Pods the scheduler assumed whose binding has not been made yet.
         self.assumed: set[str] = set()
         # Keys of pods (not terminal) naming a node that does not exist, by node name: a superset, so that
@@ -358,6 +361,7 @@ class ClusterState:
                         self.assigned_with_affinity[key] = p
                     if aff.pod_anti_affinity_required:
                         self.assigned_with_required_anti_affinity[key] = p
+                    self._count_priority(p, +1)
                     self.pod_generation += 1
         self._flush_rows(touched)
 
@@ -556,6 +560,7 @@ class ClusterState:
         for p in info.pods.values():
             self.assigned_with_affinity.pop(p.key, None)
             self.assigned_with_required_anti_affinity.pop(p.key, None)
+            self._count_priority(p, -1)
             self._await_node(p)
         row = info.index
         del self.node_infos[row]
@@ -583,12 +588,23 @@ class ClusterState:
                 self.assigned_with_affinity[pod.key] = pod
             if aff.pod_anti_affinity_required:
                 self.assigned_with_required_anti_affinity[pod.key] = pod
+            self._count_priority(pod, +1)
         else:
             if info.remove_pod(pod):
                 self.table.add_pod(info.index, pod, -1)
+                self._count_priority(pod, -1)
             self.assigned_with_affinity.pop(pod.key, None)
             self.assigned_with_required_anti_affinity.pop(pod.key, None)
         self.pod_generation += 1
+
+    def _count_priority(self, pod: Pod, sign: int) -> None:
+        counts = self.assigned_priorities
+        prio = pod.priority or 0
+        n = counts.get(prio, 0) + sign
+        if n:
+            counts[prio] = n
+        else:
+            del counts[prio]
 
     def _replace_pod(self, old: Pod | None, new: Pod | None) -> None:
         """The pod store and the node accounting move from `old` to `new` (either may be None)."""

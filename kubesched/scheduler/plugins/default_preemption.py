@@ -10,14 +10,12 @@ minCandidateNodesAbsolute (100) bound how many candidate nodes the dry run looks
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from kubesched.api import fields
 from kubesched.api.objects import Pod, PodDisruptionBudget
-from kubesched.cluster.events import Event, EventType
 from kubesched.cluster.state import NodeInfo
 from kubesched.config.plugin_args import PluginArgs
 from kubesched.scheduler.framework import SUCCESS, ClusterEvent, Code, CycleState, PostFilterPlugin, PostFilterResult, Status
@@ -65,26 +63,6 @@ class DefaultPreemption(PostFilterPlugin):
     def __init__(self, args: DefaultPreemptionArgs, handle: Any) -> None:
         super().__init__(args, handle)
         self.evaluator = Evaluator(self.name, handle, self)
-        # How many pods on nodes have each priority (what a preemptor could evict), kept from events.
-        self._priorities: Counter[int] = Counter()
-        for p in handle.cluster.pods.values():
-            if _counted(p):
-                self._priorities[p.effective_priority] += 1
-        handle.cluster.subscribe(self._on_event, index=True, kinds=("Pod",))
-
-    def _on_event(self, ev: Event) -> None:
-        if ev.kind != "Pod":
-            return
-        old, new = ev.old, ev.obj
-        if (old is not None and ev.type is not EventType.DELETED and old.phase == new.phase
-                and old.node_name == new.node_name and old.priority == new.priority):
-            return  # counted as before (a status change, or the binding of an assumed pod)
-        if _counted(ev.old):
-            self._priorities[ev.old.effective_priority] -= 1
-            if not self._priorities[ev.old.effective_priority]:
-                del self._priorities[ev.old.effective_priority]
-        if ev.type is not EventType.DELETED and _counted(ev.obj):
-            self._priorities[ev.obj.effective_priority] += 1
 
     def events_to_register(self) -> list[ClusterEvent]:
         # Pods are never rejected by this plugin (no asynchronous preemption gate).
@@ -134,7 +112,7 @@ class DefaultPreemption(PostFilterPlugin):
         """No pod on the node (on any node, when None) has a lower priority than the preemptor:
         select_victims_on_node finds no victim."""
         prio = pod.effective_priority
-        if any(p < prio for p in self._priorities) and \
+        if any(p < prio for p in self.handle.cluster.assigned_priorities) and \
                 (node_info is None or any(self.is_preemption_allowed(node_info, p, pod) for p in node_info.pods.values())):
             return None
         return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, [NO_VICTIMS])
@@ -184,8 +162,3 @@ class DefaultPreemption(PostFilterPlugin):
             return fits, SUCCESS
 
         return reprieve_in_order(violating, non_violating, reprieve, victims, key)
-
-
-def _counted(pod: Pod | None) -> bool:
-    """Whether the pod counts on its node (NodeInfo holds assigned pods that are not terminal)."""
-    return pod is not None and bool(pod.node_name) and not pod.is_terminal
