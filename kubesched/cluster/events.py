@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 
 class EventType(enum.Enum):
@@ -48,9 +47,9 @@ class Cause(enum.Enum):
     API = "api"                        # the API server itself (termination finished, eviction bookkeeping)
 
 
-@dataclass(frozen=True, slots=True)
-class Event:
-    """One change. `obj` is the object after it (for DELETED: as it was last); `old` the one it replaced."""
+class Event(NamedTuple):
+    """One change. `obj` is the object after it (for DELETED: as it was last); `old` the one it replaced.
+    A named tuple: immutable like a frozen dataclass, and made in a third of the time (two per binding)."""
 
     type: EventType
     kind: str
