@@ -14,8 +14,9 @@ constraint's selector matches. At 150,000 pods that walk is most of the strategy
 * the namespaces holding at least one carrier.
 
 An index listener (Pod and Node events) keeps it current, so a cycle's cost grows with the change, not the
-cluster: a pod event moves one pod; a node added adopts the pods that named it before it existed (as the
-cluster state does, without Pod events); a node deleted takes its pods away. The order of the dictionaries
+cluster: a pod event moves one pod; a node added brings the pods that named it before it existed (the cluster
+state adopts them without Pod events: they are the pods the new node holds); a node deleted takes its pods
+away. The order of the dictionaries
 is not the listing order: readers that decide anything by order sort what they use.
 """
 
@@ -119,23 +120,8 @@ class NamespacedPods:
         self.carrier_namespaces: dict[str, NamespacePods] = {}
         self.counted: dict[str, Pod] = {}  # key -> the pod object counted
         self.by_node: dict[str, dict[str, None]] = {}  # node name -> keys of the pods counted there
-        # Pods (not terminal) naming a node the cluster does not have, by that node's name: the cluster
-        # state adopts them when the node is added, with no Pod event.
-        self.awaiting: dict[str, dict[str, None]] = {}
-        self.awaiting_node: dict[str, str] = {}  # key -> the node it awaits
-        self._build(cluster)
-
-    def _build(self, cluster: ClusterState) -> None:
-        infos = cluster.node_info_by_name
-        for key, pod in cluster.pods.items():
-            name = pod.node_name
-            if not name:
-                continue
-            info = infos.get(name)
-            if info is None:
-                if not pod.is_terminal:
-                    self._await(key, name)
-            elif info.pods.get(key) is pod:
+        for info in cluster.node_infos:
+            for key, pod in info.pods.items():
                 self._add(key, pod)
 
     # ------------------------------------------------------------ reading
@@ -158,7 +144,6 @@ class NamespacedPods:
             } for name, ns in self.namespaces.items()},
             "carrier_namespaces": sorted(self.carrier_namespaces),
             "by_node": {n: sorted(keys) for n, keys in self.by_node.items()},
-            "awaiting": {n: sorted(keys) for n, keys in self.awaiting.items()},
         }
 
     # ------------------------------------------------------------ events
@@ -168,32 +153,29 @@ class NamespacedPods:
         if cluster is None:
             return
         if ev.kind == "Pod":
+            if ev.type is EventType.BOUND and ev.old is ev.obj:
+                return  # a binding confirming the assumption: the state did not change
             self._reconcile(cluster, ev.obj.key)
         elif ev.type is EventType.DELETED:
-            # The node's pods stay in the store, naming it: they count nowhere and await the node.
+            # The node's pods stay in the store, naming it: they count nowhere until it comes back.
             for key in list(self.by_node.get(ev.obj.name, ())):
                 self._reconcile(cluster, key)
         elif ev.old is None:
-            # A new node (ADDED, or an UPDATED the state took as an add) adopted the pods naming it.
-            for key in list(self.awaiting.get(ev.obj.name, ())):
-                self._reconcile(cluster, key)
+            # A new node (ADDED, or an UPDATED the state took as an add) adopted the pods naming it: the
+            # only ones it holds.
+            info = cluster.node_info_by_name.get(ev.obj.name)
+            if info is not None:
+                for key in list(info.pods):
+                    self._reconcile(cluster, key)
 
     def _reconcile(self, cluster: ClusterState, key: str) -> None:
         """Make the index agree with the cluster state about one pod."""
         cur = cluster.pods.get(key)
         counted: Pod | None = None
-        awaits = ""
         if cur is not None and cur.node_name:
             info = cluster.node_info_by_name.get(cur.node_name)
-            if info is None:
-                if not cur.is_terminal:
-                    awaits = cur.node_name
-            elif info.pods.get(key) is cur:
+            if info is not None and info.pods.get(key) is cur:
                 counted = cur
-        if self.awaiting_node.get(key, "") != awaits:
-            self._stop_awaiting(key)
-            if awaits:
-                self._await(key, awaits)
         prev = self.counted.get(key)
         if prev is counted:
             return
@@ -248,23 +230,6 @@ class NamespacedPods:
             v = labels.get(label)
             if v is not None:
                 by_value[v][key] = pod
-
-    def _await(self, key: str, node: str) -> None:
-        self.awaiting_node[key] = node
-        keys = self.awaiting.get(node)
-        if keys is None:
-            self.awaiting[node] = {key: None}
-        else:
-            keys[key] = None
-
-    def _stop_awaiting(self, key: str) -> None:
-        node = self.awaiting_node.pop(key, None)
-        if node is None:
-            return
-        keys = self.awaiting[node]
-        del keys[key]
-        if not keys:
-            del self.awaiting[node]
 
 
 _INDEXES: weakref.WeakKeyDictionary[ClusterState, NamespacedPods] = weakref.WeakKeyDictionary()
