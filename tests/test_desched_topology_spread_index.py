@@ -359,6 +359,26 @@ def test_a_namespaces_constraints_go_in_the_order_of_their_first_carrier_in_the_
     assert indexed == reference == ["ns-a/a-y-3"]
 
 
+def test_domains_only_pods_show_go_in_the_order_of_their_first_pod() -> None:
+    """Pods on nodes their node selection excludes still make their domains (after the eligible ones, as the
+    listing meets them); with equal sizes that order decides which domain gives a pod."""
+    cluster = ClusterState()
+    rng = random.Random(5)
+    for name, zone, os_name in (("n0", "a", "linux"), ("n1", "c", "windows"), ("n2", "b", "windows")):
+        doc = node_doc(rng, name)
+        doc["metadata"]["labels"].update({ZONE: zone, "os": os_name})
+        doc["spec"]["taints"] = []
+        cluster.add(parse_node(doc))
+    for name, node_name in (("b-0", "n2"), ("b-1", "n2"), ("c-0", "n1"), ("c-1", "n1")):
+        doc = carrier("ns-a", name, node_name).raw
+        doc["spec"]["nodeSelector"] = {"os": "linux"}
+        cluster.add(parse_pod(doc))
+    # Domains a (eligible, empty), then c and b (2 each) as the listing meets them: b is the largest after
+    # the stable sort by size, and gives one pod.
+    reference, indexed = run_both(make_plugins(cluster, {}), list(cluster.nodes.values()), (None, None))
+    assert indexed == reference == ["ns-a/b-1"]
+
+
 def test_namespaces_whose_first_carriers_share_a_node_go_in_the_node_order() -> None:
     """Two namespaces' first carriers on the same node: the one the node holds first is balanced first, as the
     listing walk (node by node, each node's pods as the node holds them) meets it first."""

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
@@ -116,7 +117,7 @@ class Inclusion:
 _EVERY_NODE = Inclusion(None, None, None)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)
 class SpreadConstraint:
     """topologySpreadConstraint: a pod's constraint as the plugin compares and applies it."""
 
@@ -187,24 +188,15 @@ class RemovePodsViolatingTopologySpreadConstraint(BalancePlugin):
                 values = {n.name: n.labels.get(tsc.topology_key) for n in nodes}
                 node_values[tsc.topology_key] = values
             if indexed:
-                # Counted first: only an unbalanced constraint needs its pods in listing order.
-                if _counts_balanced(pods, values, domain_nodes, tsc.max_skew):
+                grouped = _unordered_domains(pods, values, domain_nodes, tsc.max_skew, listing_order)
+                if grouped is None:
                     continue
-                pods.sort(key=listing_order)
-            domains: dict[str, list[Pod]] = {value: [] for value in domain_nodes}
-            sum_pods = 0
-            for pod in pods:
-                value = values.get(pod.node_name)
-                if value is None:
-                    continue  # not on one of the nodes, or the node lacks the key
-                # A pod on a node outside the inclusion policy still adds its domain, as upstream's map does.
-                lst = domains.get(value)
-                if lst is None:
-                    domains[value] = lst = []
-                lst.append(pod)
-                sum_pods += 1
-            if _is_balanced(domains, tsc.max_skew):
-                continue
+                domains = grouped
+            else:
+                domains = _listed_domains(pods, values, domain_nodes)
+                if _is_balanced(domains, tsc.max_skew):
+                    continue
+            sum_pods = sum(len(lst) for lst in domains.values())
             self._balance_domains(marked, tsc, domains, sum_pods, domain_nodes)
 
         node_limit_exceeded: set[str] = set()
@@ -258,10 +250,9 @@ class RemovePodsViolatingTopologySpreadConstraint(BalancePlugin):
                             first = p
                         if not ok(pod):
                             break
-                    at = (p, pod.meta.name, j)
                     cur = firsts.get(tsc)
-                    if cur is None or at < cur:
-                        firsts[tsc] = at
+                    if cur is None or p < cur[0] or (p == cur[0] and (pod.meta.name, j) < cur[1:]):
+                        firsts[tsc] = (p, pod.meta.name, j)
             if first >= 0:
                 found.append((first, ns, firsts))
         for ns, firsts in self._in_walk_order(nodes, found, allowed):
@@ -347,20 +338,59 @@ def _carries(pod: Pod, allowed: frozenset[str]) -> bool:
     return False
 
 
-def _counts_balanced(pods: list[Pod], values: Mapping[str, str | None], domain_nodes: Mapping[str, list[Node]],
-                     max_skew: int) -> bool:
-    """topologyIsBalanced over the domains the pods and the domain nodes make, from counts alone."""
-    counts: dict[str, int] = {}
+def _listed_domains(pods: list[Pod], values: Mapping[str, str | None],
+                    domain_nodes: Mapping[str, list[Node]]) -> dict[str, list[Pod]]:
+    """The constraint's domains (those of its nodes first, in node order, then those only its pods show, as
+    they appear) with their pods, from the pods in listing order."""
+    domains: dict[str, list[Pod]] = {value: [] for value in domain_nodes}
+    for pod in pods:
+        value = values.get(pod.node_name)
+        if value is None:
+            continue  # not on one of the nodes, or the node lacks the key
+        # A pod on a node outside the inclusion policy still adds its domain, as upstream's map does.
+        lst = domains.get(value)
+        if lst is None:
+            domains[value] = lst = []
+        lst.append(pod)
+    return domains
+
+
+def _unordered_domains(pods: list[Pod], values: Mapping[str, str | None], domain_nodes: Mapping[str, list[Node]],
+                       max_skew: int, order: Callable[[Pod], Any]) -> dict[str, list[Pod]] | None:
+    """What `_listed_domains` makes of the pods in listing order, from the pods in any order; None when the
+    domains are balanced (topologyIsBalanced), which their sizes decide before anything is sorted."""
+    groups: dict[str, list[Pod]] = {}
     for pod in pods:
         value = values.get(pod.node_name)
         if value is not None:
-            counts[value] = counts.get(value, 0) + 1
-    if not counts:
-        return True  # every domain is empty (or there is none)
-    largest = max(counts.values())
-    # A domain of the nodes without pods is empty.
-    smallest = 0 if sum(1 for v in counts if v in domain_nodes) < len(domain_nodes) else min(counts.values())
-    return largest - smallest <= max_skew
+            lst = groups.get(value)
+            if lst is None:
+                groups[value] = [pod]
+            else:
+                lst.append(pod)
+    if not groups:
+        return None  # every domain is empty, or there is none
+    largest = max(len(lst) for lst in groups.values())
+    # A domain of the nodes that no pod shows is empty.
+    smallest = 0 if sum(1 for v in groups if v in domain_nodes) < len(domain_nodes) \
+        else min(len(lst) for lst in groups.values())
+    if largest - smallest <= max_skew:
+        return None
+    domains: dict[str, list[Pod]] = {}
+    for value in domain_nodes:
+        lst = groups.pop(value, None)
+        if lst is None:
+            domains[value] = []
+        else:
+            lst.sort(key=order)
+            domains[value] = lst
+    if groups:
+        # Domains only pods on nodes outside the inclusion policy show: in the order of their first pod.
+        for lst in groups.values():
+            lst.sort(key=order)
+        for value, lst in sorted(groups.items(), key=lambda kv: order(kv[1][0])):
+            domains[value] = lst
+    return domains
 
 
 # ---------------------------------------------------------------- the listing walked from scratch
@@ -430,9 +460,22 @@ def _pod_constraints(pod: Pod) -> list[tuple[str, SpreadConstraint]]:
     """The pod's constraints as the plugin applies them, with their whenUnsatisfiable. Memoised on the pod."""
     cached = pod.cache.get("desched_spread_constraints")
     if cached is None:
-        cached = [(c.when_unsatisfiable, _new_constraint(c, pod)) for c in pod.topology_spread_constraints]
+        cached = [(c.when_unsatisfiable, _interned(_new_constraint(c, pod))) for c in pod.topology_spread_constraints]
         pod.cache["desched_spread_constraints"] = cached
     return cached  # type: ignore[no-any-return]
+
+
+# Equal constraints (every replica of a workload carries one) as one object, so that a cycle's lookups by
+# constraint match by identity instead of comparing fields; kept while some pod's constraints hold it.
+_CONSTRAINTS: weakref.WeakValueDictionary[tuple[Any, ...], SpreadConstraint] = weakref.WeakValueDictionary()
+
+
+def _interned(tsc: SpreadConstraint) -> SpreadConstraint:
+    key = (tsc.max_skew, tsc.topology_key, tsc.selector, tsc.inclusion)
+    same = _CONSTRAINTS.get(key)
+    if same is None:
+        _CONSTRAINTS[key] = same = tsc
+    return same
 
 
 class _LabelIndex:
