@@ -120,9 +120,28 @@ class NamespacedPods:
         self.carrier_namespaces: dict[str, NamespacePods] = {}
         self.counted: dict[str, Pod] = {}  # key -> the pod object counted
         self.by_node: dict[str, dict[str, None]] = {}  # node name -> keys of the pods counted there
+        self._build(cluster)
+
+    def _build(self, cluster: ClusterState) -> None:
+        """`_add` of every counted pod, a node at a time."""
+        namespaces, counted = self.namespaces, self.counted
         for info in cluster.node_infos:
-            for key, pod in info.pods.items():
-                self._add(key, pod)
+            pods = info.pods
+            if not pods:
+                continue
+            self.by_node[info.node.name] = dict.fromkeys(pods)
+            counted.update(pods)
+            for key, pod in pods.items():
+                name = pod.meta.namespace
+                ns = namespaces.get(name)
+                if ns is None:
+                    ns = namespaces[name] = NamespacePods(name)
+                ns.pods[key] = pod
+                if pod.topology_spread_constraints:
+                    ns.carriers[key] = pod
+        for name, ns in namespaces.items():
+            if ns.carriers:
+                self.carrier_namespaces[name] = ns
 
     # ------------------------------------------------------------ reading
 
@@ -202,7 +221,7 @@ class NamespacedPods:
         if ns is None:
             ns = self.namespaces[name] = NamespacePods(name)
         ns.add(key, pod)
-        if ns.carriers and name not in self.carrier_namespaces:
+        if pod.topology_spread_constraints and name not in self.carrier_namespaces:
             self.carrier_namespaces[name] = ns
 
     def _remove(self, key: str, pod: Pod) -> None:
