@@ -171,8 +171,13 @@ def _usage(rng: random.Random, whole: bool) -> dict[str, Fraction]:
     return {"cpu": cpu, "memory": Fraction(rng.randrange(1, 2000) * 2**20)}
 
 
-@pytest.mark.parametrize(("seed", "prod", "whole"), [(s, p, w) for s in range(4) for p in (False, True) for w in (True, False)])
-def test_destinations_book_like_the_one_at_a_time_walk(seed: int, prod: bool, whole: bool) -> None:
+@pytest.mark.parametrize(("seed", "prod", "mode"), [(s, p, m) for s in range(4) for p in (False, True)
+                                                    for m in ("whole", "fractional", "switch")])
+def test_destinations_book_like_the_one_at_a_time_walk(seed: int, prod: bool, mode: str,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # Small blocks: the walks learn the destinations' requests a few at a time.
+    monkeypatch.setattr(nodeutil.NodeFitColumns, "BLOCK", 1 + seed % 3)
+    whole = mode != "fractional"
     state, nodes, rng = cluster(seed, nodes=12, pods=20)
     usages: dict[str, NodeUsage] = {}
     thresholds: dict[str, NodeThresholds] = {}
@@ -189,15 +194,19 @@ def test_destinations_book_like_the_one_at_a_time_walk(seed: int, prod: bool, wh
                     now=datetime(2024, 1, 1, tzinfo=UTC))
     plugin = LowNodeLoad(LowNodeLoadArgs(), handle)
     fast = _Destinations(state, nodes, usages_copy, thresholds_copy, prod)
+    assert (fast.rooms is not None) == whole  # exact integer columns while every number is whole
     answers = set()
     for i in range(60):
         p = pod(3000 + i, rng)
-        metric = _usage(rng, whole)
+        # "switch": whole numbers, then a fractional usage turns the columns to floats half way.
+        metric = _usage(rng, whole and not (mode == "switch" and i == 30))
         slow = plugin.fits_any_with_threshold(p, nodes, usages, thresholds, prod, metric)
         answers.add(slow)
         assert fast.book(p, metric) == slow
+        fast.flush()
         assert usages_copy == usages  # the same destination took the pod
     assert answers == {True, False}
+    assert (fast.rooms is not None) == (mode == "whole")
 
 
 def _koord_pod(i: int, rng: random.Random) -> Pod:
