@@ -424,10 +424,10 @@ def _reported_sums(reported: Iterable[PodUsage], resources: list[str]) -> tuple[
             v = u.get(r)
             if v is None:
                 continue
-            num = v.numerator
+            num, den = v.as_integer_ratio()  # one call instead of two property reads
             if num < 0:
                 negative = True
-            if v.denominator == 1:
+            if den == 1:
                 whole[j] += num
             else:
                 rest[j] += v
@@ -811,9 +811,33 @@ class LowNodeLoad(BalancePlugin):
             if not parts:
                 return None
             m = merge(parts) if len(parts) > 1 else parts[0]
-        if all(p.node for p in m.pods.values()):
-            return m  # every pod's node is reported (koordinator NodeMetric): nothing to attach
-        return attach_nodes(m, {p.key: p.node_name for p in self.handle.cluster.pods.values() if p.node_name})
+        return m
+
+    def _reported_by_node(self, metrics: Metrics) -> tuple[dict[str, list[PodUsage]], bool]:
+        """The reported pods by node, in the reading's order (one pass, not one per node), and whether the
+        reading is keyed by pod (each pod at most once). Pods reported without their node (metrics.k8s.io
+        PodMetrics) are first placed on the node the cluster has them on."""
+        grouped, keyed, complete = self._group(metrics)
+        if not complete:
+            attach_nodes(metrics, {p.key: p.node_name for p in self.handle.cluster.pods.values() if p.node_name})
+            grouped, keyed, complete = self._group(metrics)
+        return grouped, keyed
+
+    @staticmethod
+    def _group(metrics: Metrics) -> tuple[dict[str, list[PodUsage]], bool, bool]:
+        grouped: dict[str, list[PodUsage]] = {}
+        keyed = complete = True
+        for key, pu in metrics.pods.items():
+            node = pu.node
+            lst = grouped.get(node)
+            if lst is None:
+                grouped[node] = lst = []
+                if not node:
+                    complete = False
+            lst.append(pu)
+            if key != pu.key:
+                keyed = False
+        return grouped, keyed, complete
 
     def node_usages(self, nodes: list[Node], resources: list[str], metrics: Metrics | None) -> dict[str, NodeUsage]:
         """getNodeUsage: nodes with fresh metrics, in the given order.
@@ -825,16 +849,7 @@ class LowNodeLoad(BalancePlugin):
             return out
         ref = reference_time(self.handle.now, metrics)
         expiration = self.args.node_metric_expiration_seconds
-        # The reported pods by node, in the reading's order (one pass, not one per node).
-        reported_on: dict[str, list[PodUsage]] = {}
-        keyed = True
-        for key, pu in metrics.pods.items():
-            lst = reported_on.get(pu.node)
-            if lst is None:
-                reported_on[pu.node] = lst = []
-            lst.append(pu)
-            if key != pu.key:
-                keyed = False
+        reported_on, keyed = self._reported_by_node(metrics)
         cluster = self.handle.cluster
         for node in nodes:
             nm = metrics.node(node.name)
@@ -1247,6 +1262,7 @@ class _Destinations:
     # Headroom of a resource a destination does not constrain (every pod's usage is checked to be smaller).
     _FREE = np.iinfo(np.int64).max
     _LIMIT = 1 << 62
+    CHUNK = 512
 
     def __init__(self, cluster: ClusterState, targets: list[Node], usages: dict[str, NodeUsage],
                  thresholds: dict[str, NodeThresholds], prod: bool) -> None:
@@ -1347,34 +1363,41 @@ class _Destinations:
     def _book_whole(self, pod: Pod, wanted: list[tuple[str, int]]) -> bool:
         rooms = self.rooms
         assert rooms is not None
-        ok = self._ok
         fit = self.fit
-        np.logical_and(fit.candidates(pod), True, out=ok)
-        scratch = self._scratch
-        for r, m in wanted:
-            np.greater_equal(rooms[r], m, out=scratch)
-            ok &= scratch
-        while True:
-            i = int(ok.argmax())
-            if not ok[i]:
-                return False
-            if fit.known(i):
-                break
-            # The walk reached destinations whose requests are not worked out yet: work them out, and drop
-            # the candidates among them that do not fit.
-            fit.learn(i)
-            ok &= fit.candidates(pod)
-        nu, t = self.entries[i]
-        if nu is None or t is None:
-            return True  # a destination without usage or thresholds takes any pod, books nothing
-        pending = self._pending.get(i)
-        if pending is None:
-            pending = self._pending[i] = {}
-        for r, m in wanted:
-            if self._constrained[r][i]:
-                rooms[r][i] -= m
-                pending[r] = pending.get(r, 0) + m
-        return True
+        candidates = fit.candidates(pod)
+        n = len(self.entries)
+        # The first destination that fits, looked for a chunk at a time: bookings fill the destinations in
+        # order, so the answer is usually in the first chunk.
+        start = 0
+        while start < n:
+            end = min(start + self.CHUNK, n)
+            ok = candidates[start:end].copy()
+            for r, m in wanted:
+                ok &= rooms[r][start:end] >= m
+            j = int(ok.argmax())
+            if not ok[j]:
+                start = end
+                continue
+            i = start + j
+            if not fit.known(i):
+                # The walk reached destinations whose requests are not worked out yet: work them out, and
+                # look again from there.
+                fit.learn(i)
+                candidates = fit.candidates(pod)
+                start = i
+                continue
+            nu, t = self.entries[i]
+            if nu is None or t is None:
+                return True  # a destination without usage or thresholds takes any pod, books nothing
+            pending = self._pending.get(i)
+            if pending is None:
+                pending = self._pending[i] = {}
+            for r, m in wanted:
+                if self._constrained[r][i]:
+                    rooms[r][i] -= m
+                    pending[r] = pending.get(r, 0) + m
+            return True
+        return False
 
     def _book_walk(self, pod: Pod, metric: Usage) -> bool:
         ok = self._ok
