@@ -431,7 +431,15 @@ def _reported_sums(reported: Iterable[PodUsage], resources: list[str]) -> tuple[
                 whole[j] += num
             else:
                 rest[j] += v
-    return [rest[j] + whole[j] for j in range(n)], not negative
+    # A whole sum is made from its int (Fraction + int arithmetic costs more than building the Fraction).
+    return [rest[j] + whole[j] if rest[j] else Fraction(whole[j]) for j in range(n)], not negative
+
+
+def _add_exact(a: Fraction, b: Fraction) -> Fraction:
+    """a + b, without Fraction arithmetic when both are whole."""
+    na, da = a.as_integer_ratio()
+    nb, db = b.as_integer_ratio()
+    return Fraction(na + nb) if da == 1 and db == 1 else a + b
 
 
 class NodeUsage:
@@ -866,7 +874,7 @@ class LowNodeLoad(BalancePlugin):
                 reported = list({pu.key: pu for pu in reported}.values())
             sums, whole_bound = _reported_sums(reported, resources)
             system = self._system_usage(nm, reported, node)
-            usage: Usage = {r: system.get(r, _ZERO) + s for r, s in zip(resources, sums, strict=True)}
+            usage: Usage = {r: _add_exact(system.get(r, _ZERO), s) for r, s in zip(resources, sums, strict=True)}
             usage["pods"] = Fraction(len(pods))
             out[node.name] = NodeUsage.from_reading(
                 node, pods, reported, usage, dict(zip(resources, sums, strict=True)) if whole_bound else None,
