@@ -37,6 +37,7 @@ from kubesched.descheduler.plugins.low_node_load import (
     NodeThresholds,
     NodeUsage,
     Usage,
+    _above,
     _Destinations,
     _normalize,
     _units_value,
@@ -409,3 +410,11 @@ def test_lazy_node_usage_answers_like_the_eager_one(seed: int) -> None:
 def test_the_bounds_decide_some_prod_questions_and_the_exact_usage_others() -> None:
     counts = [check_lazy_node_usage(seed) for seed in range(30)]
     assert sum(b for b, _ in counts) > 100 and sum(e for _, e in counts) > 100
+
+
+def test_above_is_fraction_comparison() -> None:
+    rng = random.Random(7)
+    values = [Fraction(rng.randrange(-5, 6), rng.choice((1, 1, 2, 3))) for _ in range(40)] + [Fraction(2**70)]
+    for a in values:
+        for b in values:
+            assert _above(a, b) == (a > b)

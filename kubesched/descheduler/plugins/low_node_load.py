@@ -530,7 +530,7 @@ class NodeUsage:
                 if len(self._all_pods) > limit:
                     return False
             elif r in sums:
-                if sums[r] > limit:
+                if _above(sums[r], limit):
                     return False
         return True
 
@@ -614,13 +614,23 @@ def new_thresholds(use_deviation: bool, low: Mapping[str, float] | None, high: M
     return lo, hi, plo, phi
 
 
+def _above(a: Fraction, b: Fraction) -> bool:
+    """a > b, compared as ints when both are whole (Fraction's comparison costs several times more)."""
+    na, da = a.as_integer_ratio()
+    nb, db = b.as_integer_ratio()
+    return na > nb if da == 1 and db == 1 else a > b
+
+
 def is_overutilized(usage: Usage, thresholds: Usage) -> dict[str, Fraction]:
     """isNodeOverutilized: the resources whose usage is above their threshold."""
-    return {r: usage[r] for r, t in thresholds.items() if r in usage and usage[r] > t}
+    return {r: usage[r] for r, t in thresholds.items() if r in usage and _above(usage[r], t)}
 
 
 def is_underutilized(usage: Usage, thresholds: Usage) -> bool:
-    return all(not (r in usage and usage[r] > t) for r, t in thresholds.items())
+    for r, t in thresholds.items():
+        if r in usage and _above(usage[r], t):
+            return False
+    return True
 
 
 def usage_score(usage: Usage, alloc: dict[str, Fraction], weights: dict[str, int]) -> int:
