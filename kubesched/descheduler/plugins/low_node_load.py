@@ -39,6 +39,7 @@ from kubesched.api.qos import BEST_EFFORT, BURSTABLE, GUARANTEED, qos_class
 from kubesched.api.quantity import milli_value_of, value_of
 from kubesched.api.selectors import LabelSelector, parse_label_selector
 from kubesched.cluster.state import ClusterState
+from kubesched.cluster.state import NodeInfo as ClusterNodeInfo
 from kubesched.config.plugin_args import PluginArgs
 from kubesched.descheduler import nodeutil
 from kubesched.descheduler.framework import BalancePlugin, EvictionLimitError, EvictOptions, Handle, Status
@@ -443,28 +444,33 @@ def _add_exact(a: Fraction, b: Fraction) -> Fraction:
 
 
 class NodeUsage:
-    """koordinator's NodeUsage of one node: its pods (listed when the usage was read), its prod pods, its
-    usage and prod usage (the pods' reported usage, plus the system usage for `usage`; `pods` counts the
-    pods), every reported pod's usage, its raw allocatable.
+    """koordinator's NodeUsage of one node: its pods (as they were when the usage was read), its prod pods,
+    its usage and prod usage (the pods' reported usage, plus the system usage for `usage`; `pods` counts
+    the pods), every reported pod's usage, its raw allocatable.
 
-    Built from a reading (`from_reading`), only `usage` is computed at once: the prod pods, the prod usage
-    and the per-pod map are made on first use, which for most nodes of a cycle is never (they are neither
-    a source nor, without prod sources, a prod destination). Until then, when no reported value is
-    negative, the prod usage of each resource lies between 0 and the sum over all reported pods (the pod
-    count between 0 and the pods listed): `prod_over` and `prod_under` decide from those bounds when they
-    can, and from the exact prod usage otherwise, so they answer what `is_overutilized` and
-    `is_underutilized` on the prod usage answer.
+    Built from a reading (`from_reading`), only `usage` is computed at once: the pod list, the prod pods,
+    the prod usage and the per-pod map are made on first use, which for most nodes of a cycle is never
+    (they are neither a source nor, without prod sources, a prod destination). Until then, when no
+    reported value is negative, the prod usage of each resource lies between 0 and the sum over all
+    reported pods (the pod count between 0 and the pods listed): `prod_over` and `prod_under` decide from
+    those bounds when they can, and from the exact prod usage otherwise, so they answer what
+    `is_overutilized` and `is_underutilized` on the prod usage answer. The pods are listed from the node's
+    NodeInfo as long as it is unchanged since the reading (`LowNodeLoad.evict_from_sources` lists every
+    node it will need before it evicts); a list asked for later is an error.
     """
 
     __slots__ = ("node", "usage", "allocatable", "_all_pods", "_prod_pods", "_prod_usage", "_pod_metrics",
-                 "_reported", "_resources", "_pod_sums")
+                 "_reported", "_resources", "_pod_sums", "_listing", "_count")
 
     def __init__(self, node: Node, all_pods: list[Pod], prod_pods: list[Pod], usage: Usage, prod_usage: Usage,
                  pod_metrics: dict[str, Usage], allocatable: dict[str, Fraction]) -> None:
         self.node = node
         self.usage = usage
         self.allocatable = allocatable
-        self._all_pods = all_pods
+        self._all_pods: list[Pod] | None = all_pods
+        # The node's NodeInfo and its generation when the usage was read (while the list is not made).
+        self._listing: tuple[ClusterNodeInfo, int] | None = None
+        self._count = len(all_pods)
         self._prod_pods: list[Pod] | None = prod_pods
         self._prod_usage: Usage | None = prod_usage
         self._pod_metrics: dict[str, Usage] | None = pod_metrics
@@ -474,12 +480,17 @@ class NodeUsage:
         self._pod_sums: dict[str, Fraction] | None = None
 
     @classmethod
-    def from_reading(cls, node: Node, pods: list[Pod], reported: list[PodUsage], usage: Usage,
+    def from_reading(cls, node: Node, info: ClusterNodeInfo | None, reported: list[PodUsage], usage: Usage,
                      pod_sums: dict[str, Fraction] | None, allocatable: dict[str, Fraction],
                      resources: list[str]) -> NodeUsage:
-        """The node's usage from one reading: `reported` are the pods the reading has on the node (each key
-        once), `pod_sums` their summed usage when no value is negative (None otherwise)."""
-        out = cls(node, pods, [], usage, {}, {}, allocatable)
+        """The node's usage from one reading: `info` holds its pods now (None: it has none), `reported` are
+        the pods the reading has on the node (each key once), `pod_sums` their summed usage when no value is
+        negative (None otherwise)."""
+        out = cls(node, [], [], usage, {}, {}, allocatable)
+        if info is not None and info.pods:
+            out._all_pods = None
+            out._listing = (info, info.generation)
+            out._count = len(info.pods)
         out._prod_pods = out._prod_usage = out._pod_metrics = None
         out._reported = reported
         out._resources = resources
@@ -488,7 +499,25 @@ class NodeUsage:
 
     @property
     def all_pods(self) -> list[Pod]:
-        return self._all_pods
+        """podutil.ListPodsOnANode as of the reading."""
+        return self._all_pods if self._all_pods is not None else self._list()
+
+    def _list(self) -> list[Pod]:
+        assert self._listing is not None
+        info, generation = self._listing
+        if info.generation != generation:
+            raise RuntimeError(f"LowNodeLoad: the pods of node {self.node.name} were asked for after they changed "
+                               "(list them before evicting)")
+        pods = self._all_pods = list(info.pods.values())
+        self._listing = None
+        return pods
+
+    def list_pods(self, prod: bool) -> None:
+        """Make the pod list now (and the prod pods and prod usage, with `prod`): what a pass reads later."""
+        if self._all_pods is None:
+            self._list()
+        if prod and self._prod_usage is None:
+            self._make_prod_usage()
 
     @property
     def pod_metrics(self) -> dict[str, Usage]:
@@ -499,25 +528,26 @@ class NodeUsage:
     @property
     def prod_pods(self) -> list[Pod]:
         if self._prod_pods is None:
-            self._prod_pods = [p for p in self._all_pods if koord.priority_class(p) == koord.PRIORITY_PROD]
+            self._prod_pods = [p for p in self.all_pods if koord.priority_class(p) == koord.PRIORITY_PROD]
         return self._prod_pods
 
     @property
     def prod_usage(self) -> Usage:
         """The prod pods' reported usage per resource, and `pods`: how many prod pods there are."""
-        if self._prod_usage is None:
-            prod_pods = self.prod_pods
-            pod_metrics = self.pod_metrics
-            resources = self._resources
-            prod_keys = {p.key for p in prod_pods}
-            if self._pod_sums is not None and all(k in prod_keys for k in pod_metrics):
-                sums = [self._pod_sums[r] for r in resources]  # every reported pod is prod
-            else:
-                sums = _exact_sums((u for k, u in pod_metrics.items() if k in prod_keys), resources)
-            prod_usage = dict(zip(resources, sums, strict=True))
-            prod_usage["pods"] = Fraction(len(prod_pods))
-            self._prod_usage = prod_usage
-        return self._prod_usage
+        return self._prod_usage if self._prod_usage is not None else self._make_prod_usage()
+
+    def _make_prod_usage(self) -> Usage:
+        prod_pods = self.prod_pods
+        pod_metrics = self.pod_metrics
+        resources = self._resources
+        prod_keys = {p.key for p in prod_pods}
+        if self._pod_sums is not None and all(k in prod_keys for k in pod_metrics):
+            sums = [self._pod_sums[r] for r in resources]  # every reported pod is prod
+        else:
+            sums = _exact_sums((u for k, u in pod_metrics.items() if k in prod_keys), resources)
+        prod_usage = self._prod_usage = dict(zip(resources, sums, strict=True))
+        prod_usage["pods"] = Fraction(len(prod_pods))
+        return prod_usage
 
     def _prod_upper(self, limits: Usage) -> bool | None:
         """Whether the upper bound of the prod usage is within `limits` for every resource the prod usage
@@ -527,7 +557,7 @@ class NodeUsage:
             return None
         for r, limit in limits.items():
             if r == "pods":
-                if len(self._all_pods) > limit:
+                if self._count > limit:
                     return False
             elif r in sums:
                 if _above(sums[r], limit):
@@ -868,7 +898,7 @@ class LowNodeLoad(BalancePlugin):
         ref = reference_time(self.handle.now, metrics)
         expiration = self.args.node_metric_expiration_seconds
         reported_on, keyed = self._reported_by_node(metrics)
-        cluster = self.handle.cluster
+        infos = self.handle.cluster.node_info_by_name
         for node in nodes:
             nm = metrics.node(node.name)
             if nm is None:
@@ -876,8 +906,8 @@ class LowNodeLoad(BalancePlugin):
             ts = metrics.node_timestamp(node.name)
             if ts is None or (expiration > 0 and ref - ts >= expiration):
                 continue
-            # podutil.ListPodsOnANode, taken now: the sources' pods are the ones listed before any eviction.
-            pods = list(cluster.pods_on(node.name))
+            # podutil.ListPodsOnANode: the node's pods now (listed when needed, see NodeUsage).
+            info = infos.get(node.name)
             reported = reported_on.get(node.name, [])
             if not keyed:
                 # A reading keyed otherwise than by pod may repeat a pod: each pod once, its last usage.
@@ -885,9 +915,9 @@ class LowNodeLoad(BalancePlugin):
             sums, whole_bound = _reported_sums(reported, resources)
             system = self._system_usage(nm, reported, node)
             usage: Usage = {r: _add_exact(system.get(r, _ZERO), s) for r, s in zip(resources, sums, strict=True)}
-            usage["pods"] = Fraction(len(pods))
+            usage["pods"] = Fraction(len(info.pods) if info is not None else 0)
             out[node.name] = NodeUsage.from_reading(
-                node, pods, reported, usage, dict(zip(resources, sums, strict=True)) if whole_bound else None,
+                node, info, reported, usage, dict(zip(resources, sums, strict=True)) if whole_bound else None,
                 raw_allocatable_units(node), resources)
         return out
 
@@ -1123,6 +1153,12 @@ class LowNodeLoad(BalancePlugin):
         The prod pass's budget is worked out only when it has sources (it evicts nothing otherwise). It may be
         worked out after the node pass: that pass changes the usage of its sources and destinations, never a
         prod usage."""
+        # Everything the passes read of the nodes' pods, listed before the first eviction changes them.
+        for info in sources:
+            info.usage.list_pods(prod=False)
+        if prod_sources:
+            for info in (*prod_sources, *prod_destinations, *both):
+                info.usage.list_pods(prod=True)
         total, targets = self._available(destinations, resources, False)
         both_total, both_nodes = self._available(both, resources, False)
         node_total = {r: total[r] + both_total[r] for r in resources}
