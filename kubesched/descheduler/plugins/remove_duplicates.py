@@ -8,7 +8,7 @@ ceil(occurrences / feasible nodes) of the owner's pods and the rest are evicted.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -18,6 +18,7 @@ from kubesched.api.objects import Node, Pod
 from kubesched.config.plugin_args import PluginArgs
 from kubesched.descheduler.framework import BalancePlugin, Handle, Status
 from kubesched.descheduler.nodeutil import pod_match_node_selector, tolerations_tolerate_taints_with_filter
+from kubesched.descheduler.owner_index import owner_index_for
 from kubesched.descheduler.plugins._common import (
     NODE_LIMIT,
     TOTAL_LIMIT,
@@ -60,93 +61,92 @@ class RemoveDuplicates(BalancePlugin):
         ev = handle.evictor
         # The namespaces and owners are checked first (cheaply); then both evictor filters, as upstream lists.
         self.evictable = all_of(ev.filter, ev.pre_eviction_filter)
+        self.index = owner_index_for(handle.cluster)
 
     def balance(self, nodes: list[Node]) -> Status:
         excluded_kinds = frozenset(self.args.exclude_owner_kinds)
         ns = self.args.namespaces
         include = frozenset(ns.include) if ns else frozenset()
         exclude = frozenset(ns.exclude) if ns else frozenset()
-        cluster = self.handle.cluster
 
-        # Pass 1, before the evictor's filters (which only remove pods): where a signature occurs twice on a
-        # node, and the owners of such pods. No other node can hold a duplicate, and no other owner can have
-        # one, so pass 2 filters and compares only those; pass 3 completes the owners' counts elsewhere.
-        # Equal signatures have the same owners, and an owner key names its owner: signatures are computed
-        # only for pods whose owner name repeats on their node (pass 1) or names an owner of interest (2, 3).
+        def listed(pod: Pod) -> bool:
+            """The pods upstream's listing keeps before the evictor's filters: owned, in the namespaces."""
+            meta = pod.meta
+            if excluded_kinds and any(o.kind in excluded_kinds for o in meta.owner_references):
+                return False
+            return not ((include and meta.namespace not in include) or (exclude and meta.namespace in exclude))
+
+        index = self.index.current()
+        by_owner = index.by_owner
+        position = {node.name: i for i, node in enumerate(nodes)}
+
+        # Pass 1: only where an owner name has two pods on one node can a signature repeat on that node
+        # (equal signatures have equal owners), so the owners' repeated nodes are all there is to compare.
         possible: set[OwnerKey] = set()
-        # Each node's owned pods, and whether the node holds duplicates.
-        owned_by_node: list[tuple[Node, list[Pod], bool]] = []
-        pods_on = cluster.pods_on
-        for node in nodes:
-            names_here: set[str] = set()
-            repeated: set[str] = set()
-            owned: list[Pod] = []
-            for pod in pods_on(node.name):
-                meta = pod.meta
-                owners = meta.owner_references
-                if not owners or (excluded_kinds and any(o.kind in excluded_kinds for o in owners)):
+        collided: set[str] = set()
+        for name, repeated_on in index.repeated.items():
+            per_node = by_owner[name]
+            for node_name in repeated_on:
+                if node_name not in position:
                     continue
-                if (include and meta.namespace not in include) or (exclude and meta.namespace in exclude):
-                    continue
-                owned.append(pod)
-                for o in owners:
-                    if o.name in names_here:
-                        repeated.add(o.name)
-                    else:
-                        names_here.add(o.name)
-            if not owned:
-                continue
-            collided = False
-            if repeated:
                 seen_here: set[Any] = set()
-                for pod in _owned_by(owned, repeated):
+                for pod in per_node[node_name].values():
+                    if not listed(pod):
+                        continue
                     owner_keys, signature = _signature(pod)
                     if signature is None:
                         continue
                     if signature in seen_here:
                         possible.update(owner_keys)
-                        collided = True
+                        collided.add(node_name)
                     else:
                         seen_here.add(signature)
-            owned_by_node.append((node, owned, collided))
         if not possible:
             return Status()
 
+        # Pass 2, on the nodes with a collision, in the nodes' order, each node's pods by name: which pods
+        # are duplicates (the first of each signature stays), per owner key and node.
         evictable = self.evictable
-        duplicate_pods: dict[OwnerKey, dict[str, list[Pod]]] = {}
-        occurrences: dict[OwnerKey, int] = {}
         possible_names = {owner_key[2] for owner_key in possible}
-        for node, owned, collided in owned_by_node:
-            if not collided:
-                continue
+        on_collided: dict[str, dict[str, Pod]] = {}
+        for name in possible_names:
+            for node_name, members in by_owner[name].items():
+                if node_name in collided:
+                    on_collided.setdefault(node_name, {}).update(members)
+        duplicate_pods: dict[OwnerKey, dict[str, list[Pod]]] = {}
+        for node_name in sorted(on_collided, key=position.__getitem__):
             kept = []
-            for pod in _owned_by(owned, possible_names):
+            for pod in on_collided[node_name].values():
+                if not listed(pod):
+                    continue
                 owner_keys, signature = _signature(pod)
                 if not possible.isdisjoint(owner_keys) and evictable(pod):
                     kept.append((pod, owner_keys, signature))
-            kept.sort(key=_name_order)  # stable, as by_name
+            kept.sort(key=_name_order)
             seen: set[Any] = set()
             for pod, owner_keys, signature in kept:
-                for owner_key in owner_keys:
-                    occurrences[owner_key] = occurrences.get(owner_key, 0) + 1
                 if signature is None:
                     continue  # a pod without containers: upstream would index an empty list
                 if signature not in seen:
                     seen.add(signature)
                     continue
                 for owner_key in owner_keys:
-                    duplicate_pods.setdefault(owner_key, {}).setdefault(node.name, []).append(pod)
-        with_duplicates = set(duplicate_pods)
-        duplicate_names = {owner_key[2] for owner_key in with_duplicates}
-        for _node, owned, collided in owned_by_node:
-            if collided:
-                continue
-            for pod in _owned_by(owned, duplicate_names):
-                owner_keys = _signature(pod)[0]
-                if with_duplicates.isdisjoint(owner_keys) or not evictable(pod):
+                    duplicate_pods.setdefault(owner_key, {}).setdefault(node_name, []).append(pod)
+        if not duplicate_pods:
+            return Status()
+
+        # Each owner key's occurrences: its evictable pods on every node given.
+        occurrences: dict[OwnerKey, int] = {}
+        for name in {owner_key[2] for owner_key in duplicate_pods}:
+            for node_name, members in by_owner[name].items():
+                if node_name not in position:
                     continue
-                for owner_key in owner_keys:
-                    occurrences[owner_key] = occurrences.get(owner_key, 0) + 1
+                for pod in members.values():
+                    if not listed(pod):
+                        continue
+                    for owner_key in _signature(pod)[0]:
+                        if owner_key[2] == name and owner_key in duplicate_pods and evictable(pod):
+                            occurrences[owner_key] = occurrences.get(owner_key, 0) + 1
 
         targets = _TargetNodes(nodes)
         for owner_key, pod_nodes in duplicate_pods.items():
@@ -165,15 +165,6 @@ class RemoveDuplicates(BalancePlugin):
                     if outcome == TOTAL_LIMIT:
                         return Status()
         return Status()
-
-
-def _owned_by(pods: list[Pod], names: set[str]) -> Iterator[Pod]:
-    """The pods (in order) with an owner of one of these names."""
-    for pod in pods:
-        for o in pod.meta.owner_references:
-            if o.name in names:
-                yield pod
-                break
 
 
 def _name_order(entry: tuple[Pod, tuple[OwnerKey, ...], Any]) -> tuple[str, str]:
