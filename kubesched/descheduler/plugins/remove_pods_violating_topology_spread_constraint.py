@@ -7,22 +7,34 @@ largest and smallest domains differ by more than maxSkew, pods are moved (marked
 domains above the average to domains below it, two pointers walking the domains sorted by size, at most
 min(ceil(above - avg), ceil(avg - below), ceil((skew - maxSkew) / 2)) at a time. With
 `topologyBalanceNodeFit` (default) a pod is only marked when it fits a node of a below-average domain.
+
+Upstream: kubernetes-sigs/descheduler, pkg/framework/plugins/removepodsviolatingtopologyspreadconstraint/
+topologyspreadconstraint.go. Its listing (the nodes in the order given, each node's pods by name, grouped by
+namespace) decides the order of namespaces, of constraints and of the pods within each domain, hence which pods
+are evicted and in what order. Rather than walking every pod each cycle, the plugin reads the cluster's
+`NamespacedPods` index (the counted pods by namespace, their carriers and label values, kept current from
+events): it counts each constraint's pods per domain unordered, and sorts into listing order only the pods of
+constraints that are out of balance. `constraints_from_scratch` is the walk itself (used for a node list that
+names a node twice; the tests' reference).
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Mapping
+import weakref
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from kubesched.api.objects import Node, Pod, Toleration, find_untolerated_taint
 from kubesched.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_resource, scheduler_request
 from kubesched.api.selectors import LabelSelector, NodeSelector, Requirement
+from kubesched.cluster.state import ClusterState
 from kubesched.config.plugin_args import PluginArgs
 from kubesched.descheduler import nodeutil, podutil
 from kubesched.descheduler.framework import BalancePlugin, Handle, Status
+from kubesched.descheduler.namespaced_pods import NamespacePods, namespaced_pods_for
 from kubesched.descheduler.plugins._common import (
     NODE_LIMIT,
     TOTAL_LIMIT,
@@ -42,6 +54,7 @@ PLUGIN_NAME = "RemovePodsViolatingTopologySpreadConstraint"
 DO_NOT_SCHEDULE = "DoNotSchedule"
 SCHEDULE_ANYWAY = "ScheduleAnyway"
 HONOR, IGNORE = "Honor", "Ignore"
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +117,7 @@ class Inclusion:
 _EVERY_NODE = Inclusion(None, None, None)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)
 class SpreadConstraint:
     """topologySpreadConstraint: a pod's constraint as the plugin compares and applies it."""
 
@@ -131,7 +144,16 @@ class RemovePodsViolatingTopologySpreadConstraint(BalancePlugin):
         super().__init__(args, handle)
         # Upstream lists with the evictor's Filter only; PreEvictionFilter runs just before evicting.
         self.pod_filter = all_of(namespace_label_filter(self.args.namespaces, self.args.label_selector),
-                                 handle.evictor.filter)
+                                 handle.evictor.filter) \
+            if self.args.namespaces is not None or self.args.label_selector is not None else handle.evictor.filter
+        # The counted pods by namespace, kept current from the cluster's events. Built now, not in a cycle,
+        # with what the cycles will ask of it: the carriers' constraints (parsed once per pod object) and
+        # the label values their selectors look up.
+        self.namespaced_pods = namespaced_pods_for(handle.cluster)
+        for ns in list(self.namespaced_pods.carrier_namespaces.values()):
+            selectors = {tsc.selector for pod in ns.carriers.values() for _, tsc in _pod_constraints(pod)}
+            for selector in selectors:
+                ns.candidates(selector)
 
     # ------------------------------------------------------------ balance
 
@@ -149,32 +171,33 @@ class RemovePodsViolatingTopologySpreadConstraint(BalancePlugin):
                 passes[id(pod)] = v
             return v
 
-        for ns_pods in self._pods_by_namespace(nodes, allowed):
-            for tsc, pods in _namespace_constraints(ns_pods, allowed, ok):
-                key = (tsc.topology_key, tsc.inclusion)
-                domain_nodes = domains_cache.get(key)
-                if domain_nodes is None:
-                    domain_nodes = _node_domains(nodes, tsc)
-                    domains_cache[key] = domain_nodes
-                values = node_values.get(tsc.topology_key)
-                if values is None:
-                    values = {n.name: n.labels.get(tsc.topology_key) for n in nodes}
-                    node_values[tsc.topology_key] = values
-                domains: dict[str, list[Pod]] = {value: [] for value in domain_nodes}
-                sum_pods = 0
-                for pod in pods:
-                    value = values.get(pod.node_name)
-                    if value is None:
-                        continue  # not on one of the nodes, or the node lacks the key
-                    # A pod on a node outside the inclusion policy still adds its domain, as upstream's map does.
-                    lst = domains.get(value)
-                    if lst is None:
-                        domains[value] = lst = []
-                    lst.append(pod)
-                    sum_pods += 1
+        position = {n.name: i for i, n in enumerate(nodes)}
+        listing, indexed = self._listing(nodes, position, allowed, ok)
+
+        def listing_order(pod: Pod) -> tuple[int, str]:
+            return position[pod.node_name], pod.meta.name
+
+        for tsc, pods in listing:
+            key = (tsc.topology_key, tsc.inclusion)
+            domain_nodes = domains_cache.get(key)
+            if domain_nodes is None:
+                domain_nodes = _node_domains(nodes, tsc)
+                domains_cache[key] = domain_nodes
+            values = node_values.get(tsc.topology_key)
+            if values is None:
+                values = {n.name: n.labels.get(tsc.topology_key) for n in nodes}
+                node_values[tsc.topology_key] = values
+            if indexed:
+                grouped = _unordered_domains(pods, values, domain_nodes, tsc.max_skew, listing_order)
+                if grouped is None:
+                    continue
+                domains = grouped
+            else:
+                domains = _listed_domains(pods, values, domain_nodes)
                 if _is_balanced(domains, tsc.max_skew):
                     continue
-                self._balance_domains(marked, tsc, domains, sum_pods, domain_nodes)
+            sum_pods = sum(len(lst) for lst in domains.values())
+            self._balance_domains(marked, tsc, domains, sum_pods, domain_nodes)
 
         node_limit_exceeded: set[str] = set()
         pre_eviction_filter = self.handle.evictor.pre_eviction_filter
@@ -190,29 +213,87 @@ class RemovePodsViolatingTopologySpreadConstraint(BalancePlugin):
                 return Status()
         return Status()
 
-    def _pods_by_namespace(self, nodes: list[Node], allowed: frozenset[str]) -> list[list[Pod]]:
-        """ListPodsOnNodes (node order, each node's pods by name) grouped by namespace, before the pod filter,
-        for the namespaces where some pod carries an allowed constraint: elsewhere there is nothing to balance."""
-        cluster = self.handle.cluster
-        raw: dict[str, list[tuple[int, str, Pod]]] = {}
-        carriers: dict[str, None] = {}  # in order of first appearance
-        for idx, node in enumerate(nodes):
-            for pod in cluster.pods_on(node.name):
-                meta = pod.meta
-                ns = meta.namespace
-                lst = raw.get(ns)
-                if lst is None:
-                    raw[ns] = lst = []
-                lst.append((idx, meta.name, pod))
-                if pod.topology_spread_constraints and ns not in carriers and any(
-                        c.when_unsatisfiable in allowed for c in pod.topology_spread_constraints):
-                    carriers[ns] = None
-        out = []
-        for ns in carriers:
-            entries = raw[ns]
-            entries.sort()  # (node index, name) is unique in a namespace; nearly sorted already
-            out.append([e[2] for e in entries])
+    def _listing(self, nodes: list[Node], position: dict[str, int], allowed: frozenset[str],
+                 ok: Callable[[Pod], bool]) -> tuple[Iterator[tuple[SpreadConstraint, list[Pod]]], bool]:
+        """The cycle's constraints with the pods each counts, and whether they come from the index (pods in no
+        particular order) rather than from a walk over the nodes' pods (pods in listing order). The index
+        keys pods by node name, so a node list naming a node twice (its pods listed twice) is walked."""
+        if len(position) == len(nodes):
+            return self._indexed_constraints(nodes, position, allowed, ok), True
+        return constraints_from_scratch(self.handle.cluster, nodes, allowed, ok), False
+
+    def _indexed_constraints(self, nodes: list[Node], position: dict[str, int], allowed: frozenset[str],
+                             ok: Callable[[Pod], bool]) -> Iterator[tuple[SpreadConstraint, list[Pod]]]:
+        """What `constraints_from_scratch` yields, from the index: for each namespace with a carrier on the
+        nodes (in the order the listing walk meets its first carrier), its distinct constraints in upstream's
+        order, each with the pods it counts (passing the pod filter, not terminating, matching its selector,
+        on one of the nodes) in no particular order."""
+        found: list[tuple[int, NamespacePods, dict[SpreadConstraint, tuple[int, str, int]]]] = []
+        for ns in self.namespaced_pods.carrier_namespaces.values():
+            if not self._namespace_allowed(ns.name):
+                continue  # every pod fails the pod filter: no constraint
+            first = -1  # the node position of the namespace's first carrier
+            # Upstream's order of the constraints: by their first carrier (passing the pod filter) in listing
+            # order, then by their place among its constraints.
+            firsts: dict[SpreadConstraint, tuple[int, str, int]] = {}
+            for pod in ns.carriers.values():
+                p = position.get(pod.node_name)
+                if p is None:
+                    continue
+                j = -1
+                for when, tsc in _pod_constraints(pod):
+                    if when not in allowed:
+                        continue
+                    j += 1
+                    if j == 0:
+                        if first < 0 or p < first:
+                            first = p
+                        if not ok(pod):
+                            break
+                    cur = firsts.get(tsc)
+                    if cur is None or p < cur[0] or (p == cur[0] and (pod.meta.name, j) < cur[1:]):
+                        firsts[tsc] = (p, pod.meta.name, j)
+            if first >= 0:
+                found.append((first, ns, firsts))
+        for ns, firsts in self._in_walk_order(nodes, found, allowed):
+            for tsc in sorted(firsts, key=firsts.__getitem__):
+                selector = tsc.selector
+                candidates, exact = ns.candidates(selector)
+                yield tsc, [p for p in candidates
+                            if p.node_name in position and (exact or selector.matches(p.meta.labels))
+                            and p.meta.deletion_timestamp is None and ok(p)]
+
+    def _in_walk_order(self, nodes: list[Node], found: list[tuple[int, NamespacePods, _T]],
+                       allowed: frozenset[str]) -> list[tuple[NamespacePods, _T]]:
+        """The namespaces (with what was found for each) in the order the listing walk (nodes in order, each
+        node's pods as the node holds them) meets their first carrier: by that carrier's node, then, for
+        namespaces whose first carriers share a node, by the node's own order of its pods."""
+        found.sort(key=lambda f: f[0])
+        out: list[tuple[NamespacePods, _T]] = []
+        i = 0
+        while i < len(found):
+            j = i + 1
+            while j < len(found) and found[j][0] == found[i][0]:
+                j += 1
+            group = found[i:j]
+            if len(group) > 1:
+                rank: dict[str, int] = {}
+                for pod in self.handle.cluster.pods_on(nodes[group[0][0]].name):
+                    if pod.meta.namespace not in rank and _carries(pod, allowed):
+                        rank[pod.meta.namespace] = len(rank)
+                group.sort(key=lambda f: rank[f[1].name])
+            out.extend((f[1], f[2]) for f in group)
+            i = j
         return out
+
+    def _namespace_allowed(self, namespace: str) -> bool:
+        """Whether pods of the namespace can pass the args' namespaces (the pod filter's first test)."""
+        ns = self.args.namespaces
+        if ns is None:
+            return True
+        if ns.include and namespace not in ns.include:
+            return False
+        return not (ns.exclude and namespace in ns.exclude)
 
     def _balance_domains(self, marked: dict[int, Pod], tsc: SpreadConstraint, domains: dict[str, list[Pod]],
                          sum_pods: int, domain_nodes: dict[str, list[Node]]) -> None:
@@ -249,6 +330,104 @@ class RemovePodsViolatingTopologySpreadConstraint(BalancePlugin):
             small.extra += move
 
 
+def _carries(pod: Pod, allowed: frozenset[str]) -> bool:
+    """The pod carries a constraint whose whenUnsatisfiable the plugin balances."""
+    for c in pod.topology_spread_constraints:
+        if c.when_unsatisfiable in allowed:
+            return True
+    return False
+
+
+def _listed_domains(pods: list[Pod], values: Mapping[str, str | None],
+                    domain_nodes: Mapping[str, list[Node]]) -> dict[str, list[Pod]]:
+    """The constraint's domains (those of its nodes first, in node order, then those only its pods show, as
+    they appear) with their pods, from the pods in listing order."""
+    domains: dict[str, list[Pod]] = {value: [] for value in domain_nodes}
+    for pod in pods:
+        value = values.get(pod.node_name)
+        if value is None:
+            continue  # not on one of the nodes, or the node lacks the key
+        # A pod on a node outside the inclusion policy still adds its domain, as upstream's map does.
+        lst = domains.get(value)
+        if lst is None:
+            domains[value] = lst = []
+        lst.append(pod)
+    return domains
+
+
+def _unordered_domains(pods: list[Pod], values: Mapping[str, str | None], domain_nodes: Mapping[str, list[Node]],
+                       max_skew: int, order: Callable[[Pod], Any]) -> dict[str, list[Pod]] | None:
+    """What `_listed_domains` makes of the pods in listing order, from the pods in any order; None when the
+    domains are balanced (topologyIsBalanced), which their sizes decide before anything is sorted."""
+    groups: dict[str, list[Pod]] = {}
+    for pod in pods:
+        value = values.get(pod.node_name)
+        if value is not None:
+            lst = groups.get(value)
+            if lst is None:
+                groups[value] = [pod]
+            else:
+                lst.append(pod)
+    if not groups:
+        return None  # every domain is empty, or there is none
+    largest = max(len(lst) for lst in groups.values())
+    # A domain of the nodes that no pod shows is empty.
+    smallest = 0 if sum(1 for v in groups if v in domain_nodes) < len(domain_nodes) \
+        else min(len(lst) for lst in groups.values())
+    if largest - smallest <= max_skew:
+        return None
+    domains: dict[str, list[Pod]] = {}
+    for value in domain_nodes:
+        lst = groups.pop(value, None)
+        if lst is None:
+            domains[value] = []
+        else:
+            lst.sort(key=order)
+            domains[value] = lst
+    if groups:
+        # Domains only pods on nodes outside the inclusion policy show: in the order of their first pod.
+        for lst in groups.values():
+            lst.sort(key=order)
+        for value, lst in sorted(groups.items(), key=lambda kv: order(kv[1][0])):
+            domains[value] = lst
+    return domains
+
+
+# ---------------------------------------------------------------- the listing walked from scratch
+
+
+def constraints_from_scratch(cluster: ClusterState, nodes: list[Node], allowed: frozenset[str],
+                             ok: Callable[[Pod], bool]) -> Iterator[tuple[SpreadConstraint, list[Pod]]]:
+    """The listing upstream walks, made from the nodes' pods at every call: for each namespace with a carrier
+    (in the order the walk meets its first one), its constraints with the pods each counts, in listing order.
+    Used when the node list names a node twice, and by the tests as the reference of the indexed path."""
+    for ns_pods in _pods_by_namespace(cluster, nodes, allowed):
+        yield from _namespace_constraints(ns_pods, allowed, ok)
+
+
+def _pods_by_namespace(cluster: ClusterState, nodes: list[Node], allowed: frozenset[str]) -> list[list[Pod]]:
+    """ListPodsOnNodes (node order, each node's pods by name) grouped by namespace, before the pod filter,
+    for the namespaces where some pod carries an allowed constraint: elsewhere there is nothing to balance."""
+    raw: dict[str, list[tuple[int, str, Pod]]] = {}
+    carriers: dict[str, None] = {}  # in order of first appearance
+    for idx, node in enumerate(nodes):
+        for pod in cluster.pods_on(node.name):
+            meta = pod.meta
+            ns = meta.namespace
+            lst = raw.get(ns)
+            if lst is None:
+                raw[ns] = lst = []
+            lst.append((idx, meta.name, pod))
+            if pod.topology_spread_constraints and ns not in carriers and _carries(pod, allowed):
+                carriers[ns] = None
+    out = []
+    for ns in carriers:
+        entries = raw[ns]
+        entries.sort()  # (node index, name) is unique in a namespace; nearly sorted already
+        out.append([e[2] for e in entries])
+    return out
+
+
 def _namespace_constraints(ns_pods: list[Pod], allowed: frozenset[str], ok: Callable[[Pod], bool]) \
         -> list[tuple[SpreadConstraint, list[Pod]]]:
     """The namespace's distinct constraints, from the pods passing the pod filter, in upstream's order, each
@@ -281,9 +460,22 @@ def _pod_constraints(pod: Pod) -> list[tuple[str, SpreadConstraint]]:
     """The pod's constraints as the plugin applies them, with their whenUnsatisfiable. Memoised on the pod."""
     cached = pod.cache.get("desched_spread_constraints")
     if cached is None:
-        cached = [(c.when_unsatisfiable, _new_constraint(c, pod)) for c in pod.topology_spread_constraints]
+        cached = [(c.when_unsatisfiable, _interned(_new_constraint(c, pod))) for c in pod.topology_spread_constraints]
         pod.cache["desched_spread_constraints"] = cached
     return cached  # type: ignore[no-any-return]
+
+
+# Equal constraints (every replica of a workload carries one) as one object, so that a cycle's lookups by
+# constraint match by identity instead of comparing fields; kept while some pod's constraints hold it.
+_CONSTRAINTS: weakref.WeakValueDictionary[tuple[Any, ...], SpreadConstraint] = weakref.WeakValueDictionary()
+
+
+def _interned(tsc: SpreadConstraint) -> SpreadConstraint:
+    key = (tsc.max_skew, tsc.topology_key, tsc.selector, tsc.inclusion)
+    same = _CONSTRAINTS.get(key)
+    if same is None:
+        _CONSTRAINTS[key] = same = tsc
+    return same
 
 
 class _LabelIndex:
@@ -444,12 +636,20 @@ def _evict_order_less(a: _Keyed, b: _Keyed) -> bool:
 
 
 def _sort_evict_order(pods: list[Pod]) -> list[Pod]:
-    keyed: list[_Keyed] = [(has_node_selector_or_affinity(p), p.priority, p) for p in pods]
+    keyed: list[_Keyed] = [(_has_node_selection(p), p.priority, p) for p in pods]
     first = keyed[0][:2] if keyed else None
     if first is not None and first[1] is None and all(k[0] == first[0] and k[1] is None for k in keyed):
         return pods  # all equal and never "less": Go's sort leaves the order as it is
     go_sort_slice(keyed, _evict_order_less)
     return [k[2] for k in keyed]
+
+
+def _has_node_selection(pod: Pod) -> bool:
+    """has_node_selector_or_affinity, memoised on the pod (it reads the stored spec)."""
+    v = pod.cache.get("desched_has_node_selection")
+    if v is None:
+        v = pod.cache["desched_has_node_selection"] = has_node_selector_or_affinity(pod)
+    return v  # type: ignore[no-any-return]
 
 
 def _sort_domains(domains: dict[str, list[Pod]]) -> list[_Domain]:
