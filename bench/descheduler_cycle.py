@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import gc
+import hashlib
 import pstats
 import random
 import resource
@@ -180,6 +181,11 @@ def main() -> None:
         by_plugin[r.plugin] = by_plugin.get(r.plugin, 0) + 1
     print(f"one cycle: {t4 - t3:.3f}s wall, {c4 - c3:.3f}s CPU, {len(result.evictions)} evictions {by_plugin}, "
           f"errors: {result.errors or 'none'}")
+    # The evicted pods in order, as digests (all, and per plugin): equal digests mean the same decisions.
+    digests = {name: hashlib.sha1("\n".join(r.pod.key for r in result.evictions if r.plugin == name).encode())
+               .hexdigest()[:12] for name in by_plugin}
+    everything = hashlib.sha1("\n".join(r.pod.key for r in result.evictions).encode()).hexdigest()[:12]
+    print(f"evictions digest {everything}; per plugin: " + ", ".join(f"{k} {v}" for k, v in digests.items()))
     verdict = "reached" if c4 - c3 <= AIM_SECONDS else "not reached"
     print(f"aim: one cycle <= {AIM_SECONDS}s CPU at 5,000 nodes / 150,000 pods: {verdict} (CPU time: the machine may be "
           "shared)")

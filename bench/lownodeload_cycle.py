@@ -1,6 +1,6 @@
 """One koordinator LowNodeLoad cycle over a large cluster with a NodeMetric for every node (not run as a test).
 
-    .venv/bin/python bench/lownodeload_cycle.py [--nodes 1000,5000] [--thresholds 45/70,30/60] [--profile]
+    .venv/bin/python bench/lownodeload_cycle.py [--nodes 1000,5000] [--thresholds 45/70,30/60] [--profile] [--no-fork]
 
 The cluster is `bench/descheduler_cycle.py`'s (nodes in 3 zones, a few tainted or cordoned, every 20th
 node hot and every 20th+1 idle, ReplicaSets of 2 to 40 replicas, `--pods-per-node` pods per node). Each
@@ -8,7 +8,10 @@ node gets a koordinator `slo.koordinator.sh/v1alpha1` NodeMetric (system usage, 
 30-120 % of its cpu request, 50-100 % of its memory request); a third of the ReplicaSets are koord-prod.
 The policy enables LowNodeLoad alone with `nodeFit` (its default), `anomalyCondition.consecutiveAbnormalities:
 1` (act in the first cycle), and each `--thresholds` pair as `lowThresholds`/`highThresholds` for cpu and
-memory. Each cycle is the first after loading (it runs in a forked copy of the loaded process).
+memory. Each cycle is the first after loading: by default it runs in a forked copy of the loaded process;
+with `--no-fork` in the loading process itself, the cluster and the reading being built anew for each pair
+(slower to run). A forked copy pays a copy-on-write page fault the first time it touches each page of the
+parent's objects, which a process that loaded its own cluster does not: the forked figure is the higher.
 
 Prints the CPU seconds of each cycle (the machine is shared: CPU time, not wall time, is the figure), the
 aim, and a digest of the evicted pods in order (equal digests: the same decisions).
@@ -85,7 +88,7 @@ def policy(low: int, high: int) -> dict:
     }
 
 
-def run(nodes: int, pods_per_node: int, thresholds: list[tuple[int, int]], seed: int, profile: bool) -> None:
+def load(nodes: int, pods_per_node: int, seed: int) -> tuple[ClusterState, Metrics]:
     t0 = time.process_time()
     snap = build(nodes, pods_per_node, seed)
     # A third of the ReplicaSets are koord-prod (the prod pass has pods to look at).
@@ -98,13 +101,29 @@ def run(nodes: int, pods_per_node: int, thresholds: list[tuple[int, int]], seed:
     t1 = time.process_time()
     print(f"{nodes} nodes, {len(snap.pods)} pods, a NodeMetric per node (built in {t1 - t0:.1f}s CPU)")
     gc.freeze()
-    # Each cycle runs in a forked copy of the loaded state, so every figure is a first cycle's (nothing a
-    # previous cycle memoised helps it).
-    fork = multiprocessing.get_context("fork")
-    for low, high in thresholds:
-        child = fork.Process(target=cycle, args=(cluster, metrics, low, high, profile))
-        child.start()
-        child.join()
+    return cluster, metrics
+
+
+def run(nodes: int, pods_per_node: int, thresholds: list[tuple[int, int]], seed: int, profile: bool,
+        no_fork: bool) -> None:
+    if no_fork:
+        # Each pair gets a cluster of its own, loaded in this process (nothing a previous cycle memoised on the
+        # pods helps it).
+        for low, high in thresholds:
+            cluster, metrics = load(nodes, pods_per_node, seed)
+            cycle(cluster, metrics, low, high, profile)
+            del cluster, metrics
+            gc.unfreeze()
+            gc.collect()
+    else:
+        cluster, metrics = load(nodes, pods_per_node, seed)
+        # Each cycle runs in a forked copy of the loaded state, so every figure is a first cycle's (nothing a
+        # previous cycle memoised helps it).
+        fork = multiprocessing.get_context("fork")
+        for low, high in thresholds:
+            child = fork.Process(target=cycle, args=(cluster, metrics, low, high, profile))
+            child.start()
+            child.join()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"  peak memory (RSS of the loading process): {peak:.0f} MiB")
 
@@ -125,7 +144,8 @@ def cycle(cluster: ClusterState, metrics: Metrics, low: int, high: int, profile:
     verdict = "reached" if cpu <= AIM_SECONDS else "not reached"
     # The evicted pods in order, as one digest: equal digests mean the same decisions.
     digest = hashlib.sha1("\n".join(r.pod.key for r in result.evictions).encode()).hexdigest()[:12]
-    print(f"  thresholds {low}/{high}: one cycle {cpu:.3f}s CPU ({wall:.3f}s wall), "
+    where = "in the loading process" if multiprocessing.parent_process() is None else "in a forked copy"
+    print(f"  thresholds {low}/{high}: one cycle {cpu:.3f}s CPU ({wall:.3f}s wall, {where}), "
           f"{len(result.evictions)} evictions (digest {digest}), errors: {result.errors or 'none'}; "
           f"aim <= {AIM_SECONDS}s: {verdict}")
     if prof is not None:
@@ -140,6 +160,8 @@ def main() -> None:
     ap.add_argument("--thresholds", default="45/70,30/60", help="comma-separated low/high percentage pairs")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--profile", action="store_true", help="print the top functions of each cycle (cProfile)")
+    ap.add_argument("--no-fork", action="store_true",
+                    help="run each cycle in the loading process (the cluster is loaded anew for each pair)")
     opts = ap.parse_args()
     try:
         pairs = [(int(lo), int(hi)) for lo, hi in (t.split("/") for t in opts.thresholds.split(","))]
@@ -147,7 +169,7 @@ def main() -> None:
     except ValueError:
         ap.error("--nodes takes sizes like 1000,5000 and --thresholds low/high pairs like 45/70,30/60")
     for n in sizes:
-        run(n, opts.pods_per_node, pairs, opts.seed, opts.profile)
+        run(n, opts.pods_per_node, pairs, opts.seed, opts.profile, opts.no_fork)
 
 
 if __name__ == "__main__":

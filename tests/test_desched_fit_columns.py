@@ -3,9 +3,11 @@
 - `nodeutil.node_requested_units` (NodeInfo's integer sums when every request is whole) equals the exact
   sum of the pods' requests, and `fits_request` equals fitsRequest computed from exact quantities;
 - `nodeutil.NodeFitColumns.mask` equals koordinator's NodeFit asked node by node, also after pods are
-  added to and removed from the nodes (the columns follow the NodeTable's change log);
+  added to and removed from the nodes (the columns follow the NodeTable's change log), and its `candidates`
+  are exact at the nodes worked out so far and keep every fitting node elsewhere;
 - LowNodeLoad's `_Destinations.book` books the same pods on the same destinations as the one-destination-
-  at-a-time `fits_any_with_threshold`, with whole and fractional usage;
+  at-a-time `fits_any_with_threshold`, with whole usage (exact integer columns), fractional usage (float
+  columns and the exact check) and a switch from one to the other;
 - `sort_like_go(pods, pod_sort_key(...))` gives Go's `sort.Slice` order with `pod_sort_less`, ties included;
 - `_exact_sums` and `compute_qos` (memoised per resource shape) equal their plain forms.
 """
@@ -166,13 +168,49 @@ def test_node_fit_columns_equal_the_per_node_fit_as_pods_come_and_go(seed: int) 
     assert seen == {True, False}
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_node_fit_candidates_are_exact_where_worked_out_as_pods_come_and_go(seed: int,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(nodeutil.NodeFitColumns, "BLOCK", 2)
+    state, nodes, rng = cluster(seed)
+    columns = nodeutil.NodeFitColumns(state, nodes)
+    candidates = [pod(1000 + i, rng) for i in range(25)]
+    next_id = 2000
+    learned = 0
+    for _round in range(4):
+        for p in candidates:
+            expected = [koord_node_fit(state, p, n) for n in nodes]
+            got = columns.candidates(p).tolist()
+            for i, (e, g) in enumerate(zip(expected, got, strict=True)):
+                # Exact where the node's requests are worked out; elsewhere every node that fits is a candidate.
+                assert g == e if columns.known(i) else (g or not e)
+            unknown = [i for i in range(len(nodes)) if not columns.known(i)]
+            if unknown and rng.random() < 0.3:
+                i = rng.choice(unknown)
+                columns.learn(i)
+                learned += 1
+                assert columns.known(i)
+                assert columns.candidates(p)[i] == expected[i]
+        for q in rng.sample(list(state.pods.values()), 4):
+            state.delete(q)
+        for _ in range(4):
+            state.add(pod(next_id, rng, f"n{rng.randrange(len(nodes))}"))
+            next_id += 1
+    assert learned > 0
+
+
 def _usage(rng: random.Random, whole: bool) -> dict[str, Fraction]:
     cpu = Fraction(rng.randrange(50, 1500)) if whole else Fraction(rng.randrange(50, 15000), 10)
     return {"cpu": cpu, "memory": Fraction(rng.randrange(1, 2000) * 2**20)}
 
 
-@pytest.mark.parametrize(("seed", "prod", "whole"), [(s, p, w) for s in range(4) for p in (False, True) for w in (True, False)])
-def test_destinations_book_like_the_one_at_a_time_walk(seed: int, prod: bool, whole: bool) -> None:
+@pytest.mark.parametrize(("seed", "prod", "mode"), [(s, p, m) for s in range(4) for p in (False, True)
+                                                    for m in ("whole", "fractional", "switch")])
+def test_destinations_book_like_the_one_at_a_time_walk(seed: int, prod: bool, mode: str,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # Small blocks: the walks learn the destinations' requests a few at a time.
+    monkeypatch.setattr(nodeutil.NodeFitColumns, "BLOCK", 1 + seed % 3)
+    whole = mode != "fractional"
     state, nodes, rng = cluster(seed, nodes=12, pods=20)
     usages: dict[str, NodeUsage] = {}
     thresholds: dict[str, NodeThresholds] = {}
@@ -189,15 +227,19 @@ def test_destinations_book_like_the_one_at_a_time_walk(seed: int, prod: bool, wh
                     now=datetime(2024, 1, 1, tzinfo=UTC))
     plugin = LowNodeLoad(LowNodeLoadArgs(), handle)
     fast = _Destinations(state, nodes, usages_copy, thresholds_copy, prod)
+    assert (fast.rooms is not None) == whole  # exact integer columns while every number is whole
     answers = set()
     for i in range(60):
         p = pod(3000 + i, rng)
-        metric = _usage(rng, whole)
+        # "switch": whole numbers, then a fractional usage turns the columns to floats half way.
+        metric = _usage(rng, whole and not (mode == "switch" and i == 30))
         slow = plugin.fits_any_with_threshold(p, nodes, usages, thresholds, prod, metric)
         answers.add(slow)
         assert fast.book(p, metric) == slow
+        fast.flush()
         assert usages_copy == usages  # the same destination took the pod
     assert answers == {True, False}
+    assert (fast.rooms is not None) == (mode == "whole")
 
 
 def _koord_pod(i: int, rng: random.Random) -> Pod:

@@ -59,13 +59,18 @@ def _resource_qos(requests: Mapping[str, Fraction], limits: Mapping[str, Fractio
     return qos
 
 
+# Memo keys: the class on the pod object (status-derived, dropped by Pod.with_status), and per resource shape.
+_CLASS_KEYS = {True: ("qos_class", True), False: ("qos_class", False)}
+_SHAPE_KEYS = {True: ("qos", True), False: ("qos", False)}
+
+
 def compute_qos(pod: Pod, pod_level_resources: bool = True) -> str:
     """ComputePodQOS: the class from the spec, ignoring status.qosClass.
 
     A function of the pod's resources alone (and of whether its pod-level resources decide): memoised per
     resource shape, so pods of one template compute it once."""
     level = pod_level_resources and has_pod_level_resources(pod)
-    return str(memo_by_shape(pod, ("qos", level), lambda: _spec_qos(pod, level)))
+    return str(memo_by_shape(pod, _SHAPE_KEYS[level], lambda: _spec_qos(pod, level)))
 
 
 def _spec_qos(pod: Pod, pod_level: bool) -> str:
@@ -83,17 +88,26 @@ def _spec_qos(pod: Pod, pod_level: bool) -> str:
     return qos or BEST_EFFORT
 
 
-_CLASS_KEYS = {True: ("qos_class", True), False: ("qos_class", False)}
-
-
 def qos_class(pod: Pod, pod_level_resources: bool = True) -> str:
     """GetPodQOS: status.qosClass when the API server has set it, otherwise computed from the spec.
 
-    Memoised on the pod object (a changed pod is a new object): sorters ask for it many times per cycle."""
+    Memoised on the pod object (a changed pod is a new object, and a status change drops the memo): sorters
+    ask for it many times per cycle, and a descheduling cycle asks it of many pods once, so the first
+    answer is read straight from the stored document (what `compute_qos` does, without its calls)."""
     key = _CLASS_KEYS[pod_level_resources]
-    cached = pod.cache.get(key)
-    if cached is None:
-        status = pod.status.get("qosClass")
-        cached = status if isinstance(status, str) and status else compute_qos(pod, pod_level_resources)
-        pod.cache[key] = cached
-    return str(cached)
+    cache = pod.cache
+    cached = cache.get(key)
+    if cached is not None:
+        return str(cached)
+    doc = pod.raw
+    status = doc.get("status")
+    q = status.get("qosClass") if isinstance(status, dict) else None
+    if not (isinstance(q, str) and q):
+        spec = doc.get("spec")
+        level = pod_level_resources and isinstance(spec, dict) and isinstance(spec.get("resources"), dict)
+        what = _SHAPE_KEYS[level]
+        q = cache.get(what)
+        if q is None:
+            q = memo_by_shape(pod, what, lambda: _spec_qos(pod, level))
+    cache[key] = q
+    return str(q)

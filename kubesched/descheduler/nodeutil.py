@@ -264,14 +264,6 @@ def fits_request(cluster: ClusterState, pod: Pod, node: Node) -> tuple[bool, str
     return True, None
 
 
-def _int_column(values: list[int]) -> np.ndarray:
-    """int64 when every value fits (always, for real clusters), Python ints otherwise (exact either way)."""
-    try:
-        return np.array(values, dtype=np.int64)
-    except OverflowError:
-        return np.array(values, dtype=object)
-
-
 class NodeFitColumns:
     """koordinator's NodeFit (node selector and required affinity, NoSchedule/NoExecute taints, requests,
     schedulable: what LowNodeLoad's `_node_fit` asks of one node) over a fixed list of nodes at once.
@@ -282,7 +274,15 @@ class NodeFitColumns:
     (`node_available_milli`), once per resource shape. The node objects are the ones given (the cycle's);
     what their pods request is the cluster's: the columns follow the rows the NodeTable logs as changed,
     so evictions (or bindings) during the cycle are seen as the per-node check sees them.
+
+    What a node has left is worked out when a node is first asked about (it reads every pod on the node),
+    in blocks of nodes: `candidates(pod)` is the mask with every node not yet worked out counted as
+    fitting (exact at the nodes that are), `known(i)` says which, `learn(i)` works node i out. A caller that
+    wants the first node that fits walks the candidates in order, learning the unknown nodes it reaches
+    (and asking `candidates` again), so only those nodes' pods are read.
     """
+
+    BLOCK = 32  # nodes worked out together when the walk reaches one not yet known
 
     def __init__(self, cluster: ClusterState, nodes: list[Node]) -> None:
         self.cluster = cluster
@@ -292,9 +292,15 @@ class NodeFitColumns:
         self._taint_groups: dict[tuple[Taint, ...], list[int]] = {}
         for i, n in enumerate(nodes):
             self._taint_groups.setdefault(n.taints, []).append(i)
+        # What each known node has left, per resource (valid where `_known`).
         self._available: dict[str, np.ndarray] = {}
-        # Keyed by id() of the memoised request shape, which is kept alive here (ids are never reused).
-        self._requests: dict[int, tuple[Any, np.ndarray]] = {}
+        self._known = np.zeros(len(nodes), dtype=bool)
+        self._unknown = len(nodes)
+        # Bumped whenever a node's row is (re)computed: request masks made before are stale.
+        self._version = 0
+        # Keyed by id() of the memoised request shape, which is kept alive here (ids are never reused):
+        # (shape, version, the mask with unknown nodes counted as fitting).
+        self._requests: dict[int, tuple[Any, int, np.ndarray]] = {}
         # Placement & requests & schedulable, by the identities of the two masks (kept alive in the entry).
         self._combined: dict[tuple[int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._follow()
@@ -312,12 +318,18 @@ class NodeFitColumns:
             if info is not None:
                 self._positions.setdefault(info.index, []).append(i)
 
+    def _forget(self) -> None:
+        self._requests.clear()
+        self._combined.clear()
+        self._version += 1
+
     def _catch_up(self) -> None:
         table = self.cluster.table
         if table is not self._table or table.changes_epoch != self._epoch:
             self._available.clear()
-            self._requests.clear()
-            self._combined.clear()
+            self._known[:] = False
+            self._unknown = len(self.nodes)
+            self._forget()
             self._follow()
             return
         log = table.changed_rows
@@ -325,41 +337,74 @@ class NodeFitColumns:
             return
         changed = {i for row in set(log[self._seen:]) for i in self._positions.get(row, ())}
         self._seen = len(log)
-        if not changed:
+        known = [i for i in changed if self._known[i]]
+        if not known:
             return
-        for i in changed:
-            now = node_available_milli(self.cluster, self.nodes[i], list(self._available))
-            for name, column in self._available.items():
-                column[i] = now[name]
-        self._requests.clear()
-        self._combined.clear()
+        self._fill(sorted(known), list(self._available))
+        self._forget()
 
-    # ------------------------------------------------------------ masks
+    # ------------------------------------------------------------ what nodes have left
+
+    def _fill(self, rows: list[int], names: list[str]) -> None:
+        """Work out these resources' columns at these rows."""
+        if not rows or not names:
+            return
+        values = [node_available_milli(self.cluster, self.nodes[i], names) for i in rows]
+        for name in names:
+            column = self._available[name]
+            new = [v[name] for v in values]
+            if column.dtype != object:
+                try:
+                    column[rows] = np.array(new, dtype=np.int64)
+                    continue
+                except OverflowError:
+                    column = self._available[name] = column.astype(object)
+            for i, v in zip(rows, new, strict=True):
+                column[i] = v
 
     def _columns(self, names: list[str]) -> None:
         """Make the columns of these resources (with pods, cpu and memory, which nearly every pod asks for)."""
         missing = [n for n in dict.fromkeys([PODS, CPU, MEMORY, *names]) if n not in self._available]
         if not missing:
             return
-        rows = [node_available_milli(self.cluster, n, missing) for n in self.nodes]
         for name in missing:
-            self._available[name] = _int_column([row[name] for row in rows])
+            self._available[name] = np.zeros(len(self.nodes), dtype=np.int64)
+        self._fill(np.flatnonzero(self._known).tolist(), missing)
 
-    def requests(self, pod: Pod) -> np.ndarray:
-        """fitsRequest(pod, node) for every node (read-only)."""
-        self._catch_up()
-        shape = _request_milli(pod)
+    def _learn(self, rows: list[int]) -> None:
+        """Work out every column at these rows (nodes not known yet)."""
+        if not rows:
+            return
+        self._columns([])
+        self._fill(rows, list(self._available))
+        self._known[rows] = True
+        self._unknown -= len(rows)
+        self._forget()
+
+    # ------------------------------------------------------------ masks
+
+    def _request_mask(self, shape: tuple[list[str], dict[str, int]]) -> np.ndarray:
+        """fitsRequest at the known nodes, True at the others (read-only)."""
         hit = self._requests.get(id(shape))
-        if hit is not None:
-            return hit[1]
+        if hit is not None and hit[1] == self._version:
+            return hit[2]
         names, want = shape
         self._columns(names)
         available = self._available
         mask = available[PODS] > 0
         for name in names:
             mask &= available[name] >= want[name]
-        self._requests[id(shape)] = (shape, mask)
+        if self._unknown:
+            mask |= ~self._known
+        self._requests[id(shape)] = (shape, self._version, mask)
         return mask
+
+    def requests(self, pod: Pod) -> np.ndarray:
+        """fitsRequest(pod, node) for every node (read-only)."""
+        self._catch_up()
+        if self._unknown:
+            self._learn(np.flatnonzero(~self._known).tolist())
+        return self._request_mask(_request_milli(pod))
 
     def placement(self, pod: Pod) -> np.ndarray:
         """PodMatchNodeSelector and the NoSchedule/NoExecute taints tolerated, for every node (read-only)."""
@@ -384,15 +429,33 @@ class NodeFitColumns:
             self._placement[key] = mask
         return mask
 
-    def mask(self, pod: Pod) -> np.ndarray:
-        """The whole NodeFit for every node (read-only)."""
-        requests = self.requests(pod)  # first: it catches up with the cluster
-        placement = self.placement(pod)
+    def _combine(self, placement: np.ndarray, requests: np.ndarray) -> np.ndarray:
         key = (id(placement), id(requests))
         hit = self._combined.get(key)
         if hit is None or hit[0] is not placement or hit[1] is not requests:
             hit = self._combined[key] = (placement, requests, placement & requests & self.schedulable)
         return hit[2]
+
+    def mask(self, pod: Pod) -> np.ndarray:
+        """The whole NodeFit for every node (read-only)."""
+        requests = self.requests(pod)  # first: it catches up with the cluster
+        return self._combine(self.placement(pod), requests)
+
+    def candidates(self, pod: Pod) -> np.ndarray:
+        """`mask(pod)` with the nodes not worked out yet counted as passing the request check (read-only):
+        a superset of the nodes that fit; `fits` decides each."""
+        self._catch_up()
+        requests = self._request_mask(_request_milli(pod))
+        return self._combine(self.placement(pod), requests)
+
+    def known(self, i: int) -> bool:
+        """Whether node i is worked out (then `candidates` is exact there)."""
+        return bool(self._known[i])
+
+    def learn(self, i: int) -> None:
+        """Work out node i (not known yet) and the next unknown nodes after it, up to a block."""
+        ahead = np.flatnonzero(~self._known[i:i + 4 * self.BLOCK])[:self.BLOCK] + i
+        self._learn(ahead.tolist())
 
 
 # ---------------------------------------------------------------- NodeFit

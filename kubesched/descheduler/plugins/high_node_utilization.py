@@ -83,7 +83,7 @@ class HighNodeUtilization(BalancePlugin):
             return Status(f"error getting node usage: {e}")
         names = self.names
         usage = client.node_usage()
-        cap, has = nu.capacity_matrix(nodes, names)
+        cap, has = nu.capacity_matrix(nodes, names, handle.cluster)
         pct = nu.usage_percentages(usage, cap, has)
         n = len(nodes)
         low_m, low_cols = nu.threshold_rows(n, names, self.thresholds)

@@ -24,7 +24,7 @@ For each node pool (the v1alpha2 top-level thresholds become the first pool, `__
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
@@ -39,6 +39,7 @@ from kubesched.api.qos import BEST_EFFORT, BURSTABLE, GUARANTEED, qos_class
 from kubesched.api.quantity import milli_value_of, value_of
 from kubesched.api.selectors import LabelSelector, parse_label_selector
 from kubesched.cluster.state import ClusterState
+from kubesched.cluster.state import NodeInfo as ClusterNodeInfo
 from kubesched.config.plugin_args import PluginArgs
 from kubesched.descheduler import nodeutil
 from kubesched.descheduler.framework import BalancePlugin, EvictionLimitError, EvictOptions, Handle, Status
@@ -361,6 +362,7 @@ class DetectorCache:
 
 
 _ZERO = Fraction(0)
+_ONE = Fraction(1)
 
 
 def _exact_sum(values: Iterable[Fraction | None]) -> Fraction:
@@ -401,15 +403,190 @@ def _units_value(resource: str, q: Fraction) -> int:
     return q.numerator if q.denominator == 1 else value_of(q)
 
 
-@dataclass
+def _exact_usage(p: PodUsage) -> Usage:
+    """A reported pod's usage as exact quantities. Read-only: the reading's own map when it has one (the
+    plugin never changes a pod's usage)."""
+    if p.exact:
+        return p.exact
+    return {k: Fraction(v) for k, v in p.usage.items()}
+
+
+def _reported_sums(reported: Iterable[PodUsage], resources: list[str]) -> tuple[list[Fraction], bool]:
+    """`_exact_sums` over the reported pods' usage, and whether none of the summed values is negative
+    (then any subset of the pods sums to between 0 and these sums)."""
+    n = len(resources)
+    whole = [0] * n
+    rest = [_ZERO] * n
+    idx = list(enumerate(resources))
+    negative = False
+    for p in reported:
+        u = p.exact or _exact_usage(p)
+        for j, r in idx:
+            v = u.get(r)
+            if v is None:
+                continue
+            num, den = v.as_integer_ratio()  # one call instead of two property reads
+            if num < 0:
+                negative = True
+            if den == 1:
+                whole[j] += num
+            else:
+                rest[j] += v
+    # A whole sum is made from its int (Fraction + int arithmetic costs more than building the Fraction).
+    return [rest[j] + whole[j] if rest[j] else Fraction(whole[j]) for j in range(n)], not negative
+
+
+def _add_exact(a: Fraction, b: Fraction) -> Fraction:
+    """a + b, without Fraction arithmetic when both are whole."""
+    na, da = a.as_integer_ratio()
+    nb, db = b.as_integer_ratio()
+    return Fraction(na + nb) if da == 1 and db == 1 else a + b
+
+
 class NodeUsage:
-    node: Node
-    all_pods: list[Pod]
-    prod_pods: list[Pod]
-    usage: Usage
-    prod_usage: Usage
-    pod_metrics: dict[str, Usage]
-    allocatable: dict[str, Fraction]
+    """koordinator's NodeUsage of one node: its pods (as they were when the usage was read), its prod pods,
+    its usage and prod usage (the pods' reported usage, plus the system usage for `usage`; `pods` counts
+    the pods), every reported pod's usage, its raw allocatable.
+
+    Built from a reading (`from_reading`), only `usage` is computed at once: the pod list, the prod pods,
+    the prod usage and the per-pod map are made on first use, which for most nodes of a cycle is never
+    (they are neither a source nor, without prod sources, a prod destination). Until then, when no
+    reported value is negative, the prod usage of each resource lies between 0 and the sum over all
+    reported pods (the pod count between 0 and the pods listed): `prod_over` and `prod_under` decide from
+    those bounds when they can, and from the exact prod usage otherwise, so they answer what
+    `is_overutilized` and `is_underutilized` on the prod usage answer. The pods are listed from the node's
+    NodeInfo as long as it is unchanged since the reading (`LowNodeLoad.evict_from_sources` lists every
+    node it will need before it evicts); a list asked for later is an error.
+    """
+
+    __slots__ = ("node", "usage", "allocatable", "_all_pods", "_prod_pods", "_prod_usage", "_pod_metrics",
+                 "_reported", "_resources", "_pod_sums", "_listing", "_count")
+
+    def __init__(self, node: Node, all_pods: list[Pod], prod_pods: list[Pod], usage: Usage, prod_usage: Usage,
+                 pod_metrics: dict[str, Usage], allocatable: dict[str, Fraction]) -> None:
+        self.node = node
+        self.usage = usage
+        self.allocatable = allocatable
+        self._all_pods: list[Pod] | None = all_pods
+        # The node's NodeInfo and its generation when the usage was read (while the list is not made).
+        self._listing: tuple[ClusterNodeInfo, int] | None = None
+        self._count = len(all_pods)
+        self._prod_pods: list[Pod] | None = prod_pods
+        self._prod_usage: Usage | None = prod_usage
+        self._pod_metrics: dict[str, Usage] | None = pod_metrics
+        self._reported: list[PodUsage] = []
+        self._resources: list[str] = []
+        # Per resource the sum over every reported pod when none is negative (bounds of the prod usage).
+        self._pod_sums: dict[str, Fraction] | None = None
+
+    @classmethod
+    def from_reading(cls, node: Node, info: ClusterNodeInfo | None, reported: list[PodUsage], usage: Usage,
+                     pod_sums: dict[str, Fraction] | None, allocatable: dict[str, Fraction],
+                     resources: list[str]) -> NodeUsage:
+        """The node's usage from one reading: `info` holds its pods now (None: it has none), `reported` are
+        the pods the reading has on the node (each key once), `pod_sums` their summed usage when no value is
+        negative (None otherwise)."""
+        out = cls(node, [], [], usage, {}, {}, allocatable)
+        if info is not None and info.pods:
+            out._all_pods = None
+            out._listing = (info, info.generation)
+            out._count = len(info.pods)
+        out._prod_pods = out._prod_usage = out._pod_metrics = None
+        out._reported = reported
+        out._resources = resources
+        out._pod_sums = pod_sums
+        return out
+
+    @property
+    def all_pods(self) -> list[Pod]:
+        """podutil.ListPodsOnANode as of the reading."""
+        return self._all_pods if self._all_pods is not None else self._list()
+
+    def _list(self) -> list[Pod]:
+        assert self._listing is not None
+        info, generation = self._listing
+        if info.generation != generation:
+            raise RuntimeError(f"LowNodeLoad: the pods of node {self.node.name} were asked for after they changed "
+                               "(list them before evicting)")
+        pods = self._all_pods = list(info.pods.values())
+        self._listing = None
+        return pods
+
+    def list_pods(self, prod: bool) -> None:
+        """Make the pod list now (and the prod pods and prod usage, with `prod`): what a pass reads later."""
+        if self._all_pods is None:
+            self._list()
+        if prod and self._prod_usage is None:
+            self._make_prod_usage()
+
+    @property
+    def pod_metrics(self) -> dict[str, Usage]:
+        if self._pod_metrics is None:
+            self._pod_metrics = {p.key: p.exact or _exact_usage(p) for p in self._reported}
+        return self._pod_metrics
+
+    @property
+    def prod_pods(self) -> list[Pod]:
+        if self._prod_pods is None:
+            self._prod_pods = [p for p in self.all_pods if koord.priority_class(p) == koord.PRIORITY_PROD]
+        return self._prod_pods
+
+    @property
+    def prod_usage(self) -> Usage:
+        """The prod pods' reported usage per resource, and `pods`: how many prod pods there are."""
+        return self._prod_usage if self._prod_usage is not None else self._make_prod_usage()
+
+    def _make_prod_usage(self) -> Usage:
+        prod_pods = self.prod_pods
+        pod_metrics = self.pod_metrics
+        resources = self._resources
+        prod_keys = {p.key for p in prod_pods}
+        if self._pod_sums is not None and all(k in prod_keys for k in pod_metrics):
+            sums = [self._pod_sums[r] for r in resources]  # every reported pod is prod
+        else:
+            sums = _exact_sums((u for k, u in pod_metrics.items() if k in prod_keys), resources)
+        prod_usage = self._prod_usage = dict(zip(resources, sums, strict=True))
+        prod_usage["pods"] = Fraction(len(prod_pods))
+        return prod_usage
+
+    def _prod_upper(self, limits: Usage) -> bool | None:
+        """Whether the upper bound of the prod usage is within `limits` for every resource the prod usage
+        has (None: no bound known, or the exact prod usage is already made)."""
+        sums = self._pod_sums
+        if self._prod_usage is not None or sums is None:
+            return None
+        for r, limit in limits.items():
+            if r == "pods":
+                if self._count > limit:
+                    return False
+            elif r in sums:
+                if _above(sums[r], limit):
+                    return False
+        return True
+
+    def prod_over(self, limits: Usage) -> bool:
+        """`is_overutilized(prod_usage, limits)` is not empty."""
+        if self._prod_upper(limits):
+            return False
+        return bool(is_overutilized(self.prod_usage, limits))
+
+    def prod_under(self, limits: Usage) -> bool:
+        """`is_underutilized(prod_usage, limits)`."""
+        if self._prod_upper(limits):
+            return True
+        return is_underutilized(self.prod_usage, limits)
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (self.node, self.all_pods, self.prod_pods, self.usage, self.prod_usage, self.pod_metrics,
+                self.allocatable)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, NodeUsage) and self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"NodeUsage({self.node.name!r}, usage={self.usage!r})"
 
 
 @dataclass
@@ -446,7 +623,7 @@ def _whole_units(resource: str, q: Fraction) -> int:
 
 def resource_threshold(alloc: dict[str, Fraction], resource: str, pct: float) -> Fraction:
     """int64(float64(pct) * 0.01 * float64(capacity)) in units."""
-    cap = alloc.get(resource, Fraction(0))
+    cap = alloc.get(resource, _ZERO)
     return Fraction(int(float(pct) * 0.01 * float(int(cap))))
 
 
@@ -467,13 +644,23 @@ def new_thresholds(use_deviation: bool, low: Mapping[str, float] | None, high: M
     return lo, hi, plo, phi
 
 
+def _above(a: Fraction, b: Fraction) -> bool:
+    """a > b, compared as ints when both are whole (Fraction's comparison costs several times more)."""
+    na, da = a.as_integer_ratio()
+    nb, db = b.as_integer_ratio()
+    return na > nb if da == 1 and db == 1 else a > b
+
+
 def is_overutilized(usage: Usage, thresholds: Usage) -> dict[str, Fraction]:
     """isNodeOverutilized: the resources whose usage is above their threshold."""
-    return {r: usage[r] for r, t in thresholds.items() if r in usage and usage[r] > t}
+    return {r: usage[r] for r, t in thresholds.items() if r in usage and _above(usage[r], t)}
 
 
 def is_underutilized(usage: Usage, thresholds: Usage) -> bool:
-    return all(not (r in usage and usage[r] > t) for r, t in thresholds.items())
+    for r, t in thresholds.items():
+        if r in usage and _above(usage[r], t):
+            return False
+    return True
 
 
 def usage_score(usage: Usage, alloc: dict[str, Fraction], weights: dict[str, int]) -> int:
@@ -481,7 +668,7 @@ def usage_score(usage: Usage, alloc: dict[str, Fraction], weights: dict[str, int
     score = weight_sum = 0
     for r, q in usage.items():
         w = weights.get(r, 0)
-        used, cap = _units_value(r, q), _units_value(r, alloc.get(r, Fraction(0)))
+        used, cap = _units_value(r, q), _units_value(r, alloc.get(r, _ZERO))
         s = 0 if cap == 0 else go_div(min(used, cap) * 1000, cap)
         score += s * w
         weight_sum += w
@@ -494,7 +681,7 @@ def pod_usage_score(usage: Usage, exceeded: Usage, weights: dict[str, int]) -> f
     weight_sum = 0
     for r in sorted(usage):
         w = weights.get(r, 0)
-        req, cap = _units_value(r, usage[r]), _units_value(r, exceeded.get(r, Fraction(0)))
+        req, cap = _units_value(r, usage[r]), _units_value(r, exceeded.get(r, _ZERO))
         if cap == 0:
             s = 0.0
         else:
@@ -503,6 +690,35 @@ def pod_usage_score(usage: Usage, exceeded: Usage, weights: dict[str, int]) -> f
         score += s * float(w)
         weight_sum += w
     return 0.0 if weight_sum == 0 else score / float(weight_sum)
+
+
+def pod_usage_scorer(exceeded: Usage, weights: dict[str, int]) -> Callable[[Usage], float]:
+    """`pod_usage_score(usage, exceeded, weights)` as a function of `usage`, with what depends on the
+    node alone worked out once: a resource of weight 0 adds `s * 0.0` (a zero) to the score and 0 to the
+    weight sum, so only the weighted ones are visited, in the same (sorted) order."""
+    plan = []
+    for r in sorted(weights):
+        w = weights[r]
+        if w:
+            plan.append((r, w, float(w), _units_value(r, exceeded.get(r, _ZERO))))
+
+    def score(usage: Usage) -> float:
+        total = 0.0
+        weight_sum = 0
+        for r, w, fw, cap in plan:
+            q = usage.get(r)
+            if q is None:
+                continue
+            if cap == 0:
+                s = 0.0
+            else:
+                ratio = float(q.numerator if q.denominator == 1 else value_of(q)) / float(cap)
+                s = 1 / ratio + 1 if ratio >= 1 else ratio
+            total += s * fw
+            weight_sum += w
+        return 0.0 if weight_sum == 0 else total / float(weight_sum)
+
+    return score
 
 
 _KOORD_PRIORITY_ORDER = {koord.PRIORITY_NONE: 5, koord.PRIORITY_PROD: 4, koord.PRIORITY_MID: 3,
@@ -569,6 +785,7 @@ def pod_sort_less(pod_metrics: dict[str, Usage], exceeded: Usage, weights: dict[
 def pod_sort_key(pod_metrics: dict[str, Usage], exceeded: Usage, weights: dict[str, int]) -> Callable[[Pod], Any]:
     """`pod_sort_less` as a key: `less(a, b)` is exactly `key(a) < key(b)` (each comparator compares one
     value; a pod without metrics sorts after those with, higher usage score first, newer first)."""
+    usage_score_of = pod_usage_scorer(exceeded, weights)
 
     def key(p: Pod) -> Any:
         m = pod_metrics.get(p.key)
@@ -576,7 +793,7 @@ def pod_sort_key(pod_metrics: dict[str, Usage], exceeded: Usage, weights: dict[s
         return (_KOORD_PRIORITY_ORDER.get(koord.priority_class(p), 5), p.effective_priority,
                 _K8S_QOS_ORDER.get(qos_class(p), 0), _KOORD_QOS_ORDER.get(koord.koord_qos_class(p), 5),
                 _int32_annotation(p, ANNOTATION_DELETION_COST), _int32_annotation(p, ANNOTATION_EVICTION_COST),
-                (1, 0.0) if m is None else (0, -pod_usage_score(m, exceeded, weights)),
+                (1, 0.0) if m is None else (0, -usage_score_of(m)),
                 -(t.timestamp() if t is not None else float("-inf")))
 
     return key
@@ -642,65 +859,70 @@ class LowNodeLoad(BalancePlugin):
             if not parts:
                 return None
             m = merge(parts) if len(parts) > 1 else parts[0]
-        if all(p.node for p in m.pods.values()):
-            return m  # every pod's node is reported (koordinator NodeMetric): nothing to attach
-        return attach_nodes(m, {p.key: p.node_name for p in self.handle.cluster.pods.values() if p.node_name})
+        return m
+
+    def _reported_by_node(self, metrics: Metrics) -> tuple[dict[str, list[PodUsage]], bool]:
+        """The reported pods by node, in the reading's order (one pass, not one per node), and whether the
+        reading is keyed by pod (each pod at most once). Pods reported without their node (metrics.k8s.io
+        PodMetrics) are first placed on the node the cluster has them on."""
+        grouped, keyed, complete = self._group(metrics)
+        if not complete:
+            attach_nodes(metrics, {p.key: p.node_name for p in self.handle.cluster.pods.values() if p.node_name})
+            grouped, keyed, complete = self._group(metrics)
+        return grouped, keyed
+
+    @staticmethod
+    def _group(metrics: Metrics) -> tuple[dict[str, list[PodUsage]], bool, bool]:
+        grouped: dict[str, list[PodUsage]] = {}
+        keyed = complete = True
+        for key, pu in metrics.pods.items():
+            node = pu.node
+            lst = grouped.get(node)
+            if lst is None:
+                grouped[node] = lst = []
+                if not node:
+                    complete = False
+            lst.append(pu)
+            if key != pu.key:
+                keyed = False
+        return grouped, keyed, complete
 
     def node_usages(self, nodes: list[Node], resources: list[str], metrics: Metrics | None) -> dict[str, NodeUsage]:
-        """getNodeUsage: nodes with fresh metrics, in the given order."""
+        """getNodeUsage: nodes with fresh metrics, in the given order.
+
+        Each node's usage is its system usage plus its reported pods' (one pass over the reading); its prod
+        pods and prod usage are made when first asked for (`NodeUsage`)."""
         out: dict[str, NodeUsage] = {}
         if metrics is None:
             return out
         ref = reference_time(self.handle.now, metrics)
         expiration = self.args.node_metric_expiration_seconds
-        # The reported pods by node, in the reading's order (one pass, not one per node).
-        reported_on: dict[str, list[PodUsage]] = {}
-        for pu in metrics.pods.values():
-            lst = reported_on.get(pu.node)
-            if lst is None:
-                reported_on[pu.node] = lst = []
-            lst.append(pu)
+        reported_on, keyed = self._reported_by_node(metrics)
+        infos = self.handle.cluster.node_info_by_name
         for node in nodes:
-            pods = self.handle.pods_on_node(node.name)
-            prod_pods = [p for p in pods if koord.priority_class(p) == koord.PRIORITY_PROD]
             nm = metrics.node(node.name)
             if nm is None:
                 continue
             ts = metrics.node_timestamp(node.name)
             if ts is None or (expiration > 0 and ref - ts >= expiration):
                 continue
-            alloc = raw_allocatable_units(node)
-            exact = self._exact
-            pod_metrics = {p.key: p.exact or exact(p) for p in reported_on.get(node.name, ())}
-            pod_sums = _exact_sums(pod_metrics.values(), resources)
-            # The node's pods are its NodeInfo's (keyed by namespace/name): when all are prod, those keys.
-            info = self.handle.cluster.node_info_by_name.get(node.name)
-            prod_keys: Container[str] = info.pods if info is not None and len(prod_pods) == len(pods) \
-                else {p.key for p in prod_pods}
-            if all(k in prod_keys for k in pod_metrics):
-                prod_sums = pod_sums
-            else:
-                prod_sums = _exact_sums((u for k, u in pod_metrics.items() if k in prod_keys), resources)
-            usage: Usage = {}
-            prod_usage: Usage = {}
-            system = self._system_usage(nm, pod_metrics, node)
-            for r, pod_sum, prod_sum in zip(resources, pod_sums, prod_sums, strict=True):
-                usage[r] = system.get(r, _ZERO) + pod_sum
-                prod_usage[r] = prod_sum
-            usage["pods"] = Fraction(len(pods))
-            prod_usage["pods"] = Fraction(len(prod_pods))
-            out[node.name] = NodeUsage(node, pods, prod_pods, usage, prod_usage, pod_metrics, alloc)
+            # podutil.ListPodsOnANode: the node's pods now (listed when needed, see NodeUsage).
+            info = infos.get(node.name)
+            reported = reported_on.get(node.name, [])
+            if not keyed:
+                # A reading keyed otherwise than by pod may repeat a pod: each pod once, its last usage.
+                reported = list({pu.key: pu for pu in reported}.values())
+            sums, whole_bound = _reported_sums(reported, resources)
+            system = self._system_usage(nm, reported, node)
+            usage: Usage = {r: _add_exact(system.get(r, _ZERO), s) for r, s in zip(resources, sums, strict=True)}
+            usage["pods"] = Fraction(len(info.pods) if info is not None else 0)
+            out[node.name] = NodeUsage.from_reading(
+                node, info, reported, usage, dict(zip(resources, sums, strict=True)) if whole_bound else None,
+                raw_allocatable_units(node), resources)
         return out
 
     @staticmethod
-    def _exact(p: PodUsage) -> Usage:
-        # Read-only: the reading's own exact map (the plugin never changes a pod's usage).
-        if p.exact:
-            return p.exact
-        return {k: Fraction(v) for k, v in p.usage.items()}
-
-    @staticmethod
-    def _system_usage(nm: Any, pod_metrics: dict[str, Usage], node: Node) -> Usage:
+    def _system_usage(nm: Any, reported: list[PodUsage], node: Node) -> Usage:
         """koordlet's SystemUsage, or what the node uses beyond its pods (metrics.k8s.io, or load-watcher
         percentages of the node's capacity)."""
         if nm.system_exact is not None:
@@ -710,14 +932,15 @@ class LowNodeLoad(BalancePlugin):
         total: Usage = dict(nm.exact) if nm.exact else {k: Fraction(v) for k, v in nm.usage.items()}
         if not total and nm.metrics:
             for r in ("cpu", "memory"):
-                cap = node.capacity.get(r, Fraction(0))
+                cap = node.capacity.get(r, _ZERO)
                 absolute = absolute_usage(nm, r, milli_value_of(cap) if r == "cpu" else value_of(cap))
                 if absolute is not None:
                     total[r] = Fraction(absolute)
         out: Usage = {}
-        for r, used in total.items():
-            pods = _exact_sum(u.get(r) for u in pod_metrics.values())
-            out[r] = max(_ZERO, used - pods)
+        if total:
+            pod_sums, _ = _reported_sums(reported, list(total))
+            for (r, used), pods in zip(total.items(), pod_sums, strict=True):
+                out[r] = max(_ZERO, used - pods)
         return out
 
     def node_thresholds(self, usages: dict[str, NodeUsage], low: dict[str, float], high: dict[str, float],
@@ -727,14 +950,25 @@ class LowNodeLoad(BalancePlugin):
         avg: dict[str, float] = {}
         prod_avg: dict[str, float] = {}
         if use_deviation:
-            avg, prod_avg = self._average_percent(usages)
+            avg = self._average_percent(usages, False)
+            # The prod average is read only for resources with a prod low threshold (reading it makes every
+            # node's prod usage).
+            if any(prod_low[r] != MIN_PERCENTAGE for r in resources):
+                prod_avg = self._average_percent(usages, True)
         out = {}
+        # A node's thresholds depend on its allocatable alone: nodes of one size share them (read-only).
+        shared: dict[tuple[tuple[int, int] | None, ...], NodeThresholds] = {}
         for name, nu in usages.items():
-            t = NodeThresholds()
             alloc = nu.allocatable
+            key = tuple(None if (q := alloc.get(r)) is None else (q.numerator, q.denominator) for r in resources)
+            hit = shared.get(key)
+            if hit is not None:
+                out[name] = hit
+                continue
+            t = shared[key] = NodeThresholds()
             for r in resources:
                 if use_deviation:
-                    cap = alloc.get(r, Fraction(0))
+                    cap = alloc.get(r, _ZERO)
                     if low[r] == MIN_PERCENTAGE:
                         t.low[r] = t.high[r] = cap
                     else:
@@ -754,19 +988,18 @@ class LowNodeLoad(BalancePlugin):
         return out
 
     @staticmethod
-    def _average_percent(usages: dict[str, NodeUsage]) -> tuple[dict[str, float], dict[str, float]]:
-        """calcAverageResourceUsagePercent over every node with usage."""
+    def _average_percent(usages: dict[str, NodeUsage], prod: bool) -> dict[str, float]:
+        """calcAverageResourceUsagePercent over every node with usage: of the node usage, or of the prod
+        usage (each resource's sum runs over the nodes in the same order either way)."""
         total: dict[str, float] = {}
-        prod_total: dict[str, float] = {}
         for nu in usages.values():
-            for usage, acc in ((nu.usage, total), (nu.prod_usage, prod_total)):
-                for r, used in usage.items():
-                    cap = _units_value(r, nu.allocatable.get(r, Fraction(0)))
-                    if cap == 0:
-                        continue
-                    acc[r] = acc.get(r, 0.0) + float(_units_value(r, used)) / float(cap) * 100.0
+            for r, used in (nu.prod_usage if prod else nu.usage).items():
+                cap = _units_value(r, nu.allocatable.get(r, _ZERO))
+                if cap == 0:
+                    continue
+                total[r] = total.get(r, 0.0) + float(_units_value(r, used)) / float(cap) * 100.0
         n = len(usages)
-        return {r: v / n for r, v in total.items()}, {r: v / n for r, v in prod_total.items()}
+        return {r: v / n for r, v in total.items()}
 
     # ------------------------------------------------------------ balance
 
@@ -833,20 +1066,18 @@ class LowNodeLoad(BalancePlugin):
             info = NodeInfo(nu, t)
             schedulable = not nodeutil.is_node_unschedulable(nu.node)
             is_low = schedulable and is_underutilized(nu.usage, t.low)
-            over_prod = bool(is_overutilized(nu.prod_usage, t.prod_high))
-            prod_is_low = schedulable and is_underutilized(nu.prod_usage, t.prod_low)
             if is_low:
-                if over_prod:
+                if nu.prod_over(t.prod_high):
                     prod_high.append(info)
-                elif prod_is_low:
+                elif nu.prod_under(t.prod_low):
                     both.append(info)
                 else:
                     low.append(info)
             elif is_overutilized(nu.usage, t.high):
                 high.append(info)
-            elif over_prod:
+            elif nu.prod_over(t.prod_high):
                 prod_high.append(info)
-            elif prod_is_low:
+            elif schedulable and nu.prod_under(t.prod_low):
                 prod_low.append(info)
         return low, high, prod_low, prod_high, both
 
@@ -891,7 +1122,7 @@ class LowNodeLoad(BalancePlugin):
             parts = []
             for r in names:
                 if r in over:
-                    cap = _milli(r, info.usage.allocatable.get(r, Fraction(0)))
+                    cap = _milli(r, info.usage.allocatable.get(r, _ZERO))
                     pct = 100 * float(_milli(r, usage[r])) / float(cap) if cap else 0.0
                     parts.append(f"{'prod' if prod else 'node'} {r} usage({pct:.2f}%)>threshold({pcts[r]:.2f}%)")
             return "node is overutilized, " + ", ".join(parts)
@@ -917,14 +1148,26 @@ class LowNodeLoad(BalancePlugin):
                            prod_destinations: list[NodeInfo], both: list[NodeInfo], usages: dict[str, NodeUsage],
                            thresholds: dict[str, NodeThresholds], weights: dict[str, int], resources: list[str],
                            reason: Callable[[NodeInfo, bool], str]) -> None:
-        """evictPodsFromSourceNodes: the node pass, then the prod pass on what is left."""
+        """evictPodsFromSourceNodes: the node pass, then the prod pass on what is left.
+
+        The prod pass's budget is worked out only when it has sources (it evicts nothing otherwise). It may be
+        worked out after the node pass: that pass changes the usage of its sources and destinations, never a
+        prod usage."""
+        # Everything the passes read of the nodes' pods, listed before the first eviction changes them.
+        for info in sources:
+            info.usage.list_pods(prod=False)
+        if prod_sources:
+            for info in (*prod_sources, *prod_destinations, *both):
+                info.usage.list_pods(prod=True)
         total, targets = self._available(destinations, resources, False)
-        prod_avail, prod_targets = self._available(prod_destinations, resources, True)
         both_total, both_nodes = self._available(both, resources, False)
-        prod_both, prod_both_nodes = self._available(both, resources, True)
         node_total = {r: total[r] + both_total[r] for r in resources}
         self.balance_pods(sources, targets + both_nodes, usages, thresholds, node_total, False, weights, resources,
                           reason)
+        if not prod_sources:
+            return
+        prod_avail, prod_targets = self._available(prod_destinations, resources, True)
+        prod_both, prod_both_nodes = self._available(both, resources, True)
         # Both-low destinations serve both passes: the prod pass gets what the node pass left of them.
         for r in resources:
             if both_total[r] > node_total[r]:
@@ -937,7 +1180,7 @@ class LowNodeLoad(BalancePlugin):
     def balance_pods(self, sources: list[NodeInfo], targets: list[Node], usages: dict[str, NodeUsage],
                      thresholds: dict[str, NodeThresholds], available: Usage, prod: bool, weights: dict[str, int],
                      resources: list[str], reason: Callable[[NodeInfo, bool], str]) -> None:
-        if not targets:
+        if not targets or not sources:
             return
         destinations = _Destinations(self.handle.cluster, targets, usages, thresholds, prod) \
             if self.args.node_fit else None
@@ -956,6 +1199,8 @@ class LowNodeLoad(BalancePlugin):
                 continue
             self.sort_pods(src, removable, weights, prod)
             self.evict_pods(removable, src, available, prod, resources, reason)
+        if destinations is not None:
+            destinations.flush()
 
     def fits_any_with_threshold(self, pod: Pod, targets: list[Node], usages: dict[str, NodeUsage],
                                 thresholds: dict[str, NodeThresholds], prod: bool, metric: Usage) -> bool:
@@ -1015,7 +1260,7 @@ class LowNodeLoad(BalancePlugin):
             if metric is None:
                 continue
             for r in list(available):
-                q = Fraction(1) if r == "pods" else metric.get(r, Fraction(0))
+                q = _ONE if r == "pods" else metric.get(r, _ZERO)
                 available[r] -= q
                 if r in info.usage.usage:
                     info.usage.usage[r] -= q
@@ -1054,12 +1299,24 @@ class _Destinations:
     """podFitsAnyNodeWithThreshold over one pass's destinations, all of them at once.
 
     The first destination (in order) that passes NodeFit and stays under its high threshold with the pod's
-    usage added gets the pod booked. NodeFit is a mask per pod shape (`nodeutil.NodeFitColumns`); each
-    destination's headroom (high threshold - usage) is kept per resource as a float column, updated as
-    pods are booked. Rounding to float is monotone, so `usage <= headroom` in floats holds wherever it
-    holds exactly: the columns pick the candidates in order and the exact check (`_book`) decides, so the
+    usage added gets the pod booked. NodeFit is a mask per pod shape (`nodeutil.NodeFitColumns`, whose
+    request check is worked out for the destinations the walks reach, not for all of them); each
+    destination's headroom (high threshold - usage) is kept per resource as a column, updated as pods are
+    booked.
+
+    While every threshold, usage and booked pod usage is a whole number (the usual case) the columns are
+    exact integers: the first destination whose NodeFit passes and whose headroom holds the pod is the
+    answer, and the bookings are added to the destinations' usage maps when the pass ends (`flush`), as
+    `_book` would have added them one by one. Otherwise (from the first fractional number on) the columns
+    are floats: rounding to float is monotone, so `usage <= headroom` in floats holds wherever it holds
+    exactly; the columns pick the candidates in order and the exact check (`_book`) decides. Either way the
     answer and the booking are the ones the one-destination-at-a-time walk gives.
     """
+
+    # Headroom of a resource a destination does not constrain (every pod's usage is checked to be smaller).
+    _FREE = np.iinfo(np.int64).max
+    _LIMIT = 1 << 62
+    CHUNK = 512
 
     def __init__(self, cluster: ClusterState, targets: list[Node], usages: dict[str, NodeUsage],
                  thresholds: dict[str, NodeThresholds], prod: bool) -> None:
@@ -1075,14 +1332,50 @@ class _Destinations:
                 if r in usage and r not in names:
                     names.append(r)
         self.names = names
-        self.headroom = {r: np.full(len(targets), np.inf) for r in names}
-        self._ok = np.zeros(len(targets), dtype=bool)
-        self._scratch = np.zeros(len(targets), dtype=bool)
-        for i in range(len(targets)):
-            self._refresh(i)
+        n = len(targets)
+        self._ok = np.zeros(n, dtype=bool)
+        self._scratch = np.zeros(n, dtype=bool)
+        # Whole mode: exact headroom and whether the destination constrains the resource; bookings not yet
+        # added to the usage maps, by destination.
+        self.rooms: dict[str, np.ndarray] | None = None
+        self._constrained: dict[str, np.ndarray] = {}
+        self._pending: dict[int, dict[str, int]] = {}
+        self.headroom: dict[str, np.ndarray] = {}
+        if not self._whole_columns():
+            self._float_columns()
 
     def _maps(self, nu: NodeUsage, t: NodeThresholds) -> tuple[Usage, Usage]:
         return (nu.prod_usage, t.prod_high) if self.prod else (nu.usage, t.high)
+
+    def _whole_columns(self) -> bool:
+        """Exact integer headroom columns, when every threshold and usage they need is whole and small."""
+        n = len(self.entries)
+        rooms = {r: [self._FREE] * n for r in self.names}
+        constrained = {r: [False] * n for r in self.names}
+        limit = self._LIMIT
+        for i, (nu, t) in enumerate(self.entries):
+            if nu is None or t is None:
+                continue
+            usage, limits = self._maps(nu, t)
+            for r in self.names:
+                if r in limits and r in usage:
+                    lim, used = limits[r], usage[r]
+                    if lim.denominator != 1 or used.denominator != 1:
+                        return False
+                    room = lim.numerator - used.numerator
+                    if not -limit < room < limit:
+                        return False
+                    rooms[r][i] = room
+                    constrained[r][i] = True
+        self.rooms = {r: np.array(v, dtype=np.int64) for r, v in rooms.items()}
+        self._constrained = {r: np.array(v, dtype=bool) for r, v in constrained.items()}
+        return True
+
+    def _float_columns(self) -> None:
+        self.rooms = None
+        self.headroom = {r: np.full(len(self.entries), np.inf) for r in self.names}
+        for i in range(len(self.entries)):
+            self._refresh(i)
 
     def _refresh(self, i: int) -> None:
         nu, t = self.entries[i]
@@ -1097,9 +1390,73 @@ class _Destinations:
                 else:
                     self.headroom[r][i] = float(lim - used)
 
+    def flush(self) -> None:
+        """Add the bookings made in whole mode to the destinations' usage maps."""
+        for i, deltas in self._pending.items():
+            nu, t = self.entries[i]
+            assert nu is not None and t is not None
+            usage, _ = self._maps(nu, t)
+            for r, d in deltas.items():
+                usage[r] += d
+        self._pending.clear()
+
     def book(self, pod: Pod, metric: Usage) -> bool:
+        if self.rooms is not None:
+            wanted = []
+            for r in self.names:
+                m = metric.get(r, _ZERO)
+                if m.denominator != 1 or not -self._LIMIT < m.numerator < self._LIMIT:
+                    # A fractional (or huge) usage: the exact walk from here on.
+                    self.flush()
+                    self._float_columns()
+                    return self._book_walk(pod, metric)
+                wanted.append((r, m.numerator))
+            return self._book_whole(pod, wanted)
+        return self._book_walk(pod, metric)
+
+    def _book_whole(self, pod: Pod, wanted: list[tuple[str, int]]) -> bool:
+        rooms = self.rooms
+        assert rooms is not None
+        fit = self.fit
+        candidates = fit.candidates(pod)
+        n = len(self.entries)
+        # The first destination that fits, looked for a chunk at a time: bookings fill the destinations in
+        # order, so the answer is usually in the first chunk.
+        start = 0
+        while start < n:
+            end = min(start + self.CHUNK, n)
+            ok = candidates[start:end].copy()
+            for r, m in wanted:
+                ok &= rooms[r][start:end] >= m
+            j = int(ok.argmax())
+            if not ok[j]:
+                start = end
+                continue
+            i = start + j
+            if not fit.known(i):
+                # The walk reached destinations whose requests are not worked out yet: work them out, and
+                # look again from there.
+                fit.learn(i)
+                candidates = fit.candidates(pod)
+                start = i
+                continue
+            nu, t = self.entries[i]
+            if nu is None or t is None:
+                return True  # a destination without usage or thresholds takes any pod, books nothing
+            pending = self._pending.get(i)
+            if pending is None:
+                pending = self._pending[i] = {}
+            for r, m in wanted:
+                if self._constrained[r][i]:
+                    rooms[r][i] -= m
+                    pending[r] = pending.get(r, 0) + m
+            return True
+        return False
+
+    def _book_walk(self, pod: Pod, metric: Usage) -> bool:
         ok = self._ok
-        np.logical_and(self.fit.mask(pod), True, out=ok)
+        fit = self.fit
+        np.logical_and(fit.candidates(pod), True, out=ok)
         scratch = self._scratch
         for r, column in self.headroom.items():
             np.greater_equal(column, float(metric.get(r, _ZERO)), out=scratch)
@@ -1108,11 +1465,16 @@ class _Destinations:
             i = int(ok.argmax())
             if not ok[i]:
                 return False
+            if not fit.known(i):
+                fit.learn(i)
+                ok &= fit.candidates(pod)
+                continue
             nu, t = self.entries[i]
             if _book(nu, t, self.prod, metric):
                 self._refresh(i)
                 return True
             ok[i] = False
+
 
 def _milli(resource: str, q: Fraction) -> int:
     """Quantity.MilliValue of a value in units (cpu already in millicores)."""

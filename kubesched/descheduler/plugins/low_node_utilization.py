@@ -113,7 +113,7 @@ class LowNodeUtilization(BalancePlugin):
             return Status(f"error getting node usage: {e}")
         names = client.names
         usage = client.node_usage()
-        cap, has = nu.capacity_matrix(nodes, names)
+        cap, has = nu.capacity_matrix(nodes, names, handle.cluster)
         pct = nu.usage_percentages(usage, cap, has)
         n = len(nodes)
         if self.use_deviation:

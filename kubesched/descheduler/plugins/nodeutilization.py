@@ -170,6 +170,7 @@ class RequestedUsageClient:
         self.names = names
         self._usage = np.zeros((0, len(names)), dtype=np.int64)
         self._nodes: list[Node] = []
+        self._usage_key = ("desched_usage", tuple(names))
 
     def sync(self, nodes: list[Node]) -> None:
         cluster = self.cluster
@@ -199,7 +200,7 @@ class RequestedUsageClient:
         return list(self.cluster.pods_on(self._nodes[i].name))
 
     def pod_usage(self, pod: Pod) -> dict[str, Number]:
-        key = ("desched_usage", tuple(self.names))
+        key = self._usage_key
         cached = pod.cache.get(key)
         if cached is None:
             # The same per-pod numbers the NodeTable sums (so a node's usage minus its pods' usage is exact);
@@ -310,14 +311,52 @@ class PrometheusUsageClient:
 # ---------------------------------------------------------------- capacities and percentages
 
 
-def capacity_matrix(nodes: list[Node], names: list[str]) -> tuple[np.ndarray, np.ndarray]:
+def capacity_matrix(nodes: list[Node], names: list[str],
+                    cluster: ClusterState | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(capacity in units, whether the node lists the resource): allocatable, or capacity when the node
-    lists no allocatable (referencedResourceListForNodeCapacity); MetricResource is 100 everywhere."""
-    cap = np.zeros((len(nodes), len(names)), dtype=np.int64)
-    has = np.zeros((len(nodes), len(names)), dtype=bool)
+    lists no allocatable (referencedResourceListForNodeCapacity); MetricResource is 100 everywhere.
+
+    With the cluster, nodes that are the cluster's own node objects and list allocatable take it from the
+    NodeTable's columns (the same units: MilliValue for cpu, Value otherwise) for the resources the table
+    tracks; the other nodes and resources are read node by node."""
+    n = len(nodes)
+    cap = np.zeros((n, len(names)), dtype=np.int64)
+    has = np.zeros((n, len(names)), dtype=bool)
+    by_table = np.zeros(n, dtype=bool)
+    table_cols: set[int] = set()
+    if cluster is not None and n:
+        table = cluster.table
+        infos = cluster.node_info_by_name
+        rows = np.zeros(n, dtype=np.int64)
+        for i, node in enumerate(nodes):
+            info = infos.get(node.name)
+            if info is not None and info.node is node and node.allocatable:
+                by_table[i] = True
+                rows[i] = info.index
+        at = np.flatnonzero(by_table)
+        rows = rows[at]
+        for j, name in enumerate(names):
+            if name == METRIC_RESOURCE:
+                cap[at, j] = 100
+                has[at, j] = True
+            elif name == PODS:
+                cap[at, j] = table.allowed_pods[rows]
+                has[at, j] = [PODS in nodes[i].allocatable for i in at]
+            elif name in table.column:
+                col = table.column[name]
+                cap[at, j] = table.alloc[:, col][rows]
+                has[at, j] = table.has[:, col][rows]
+            else:
+                continue
+            table_cols.add(j)
+    every_column = len(table_cols) == len(names)
+    if every_column and by_table.all():
+        return cap, has
     cache: dict[int, tuple[list[int], list[bool]]] = {}
-    for i, n in enumerate(nodes):
-        source = n.allocatable if n.allocatable else n.capacity
+    for i, node in enumerate(nodes):
+        if every_column and by_table[i]:
+            continue
+        source = node.allocatable if node.allocatable else node.capacity
         key = id(source)
         hit = cache.get(key)
         if hit is None:
@@ -335,8 +374,14 @@ def capacity_matrix(nodes: list[Node], names: list[str]) -> tuple[np.ndarray, np
                     flags.append(False)
             hit = (vals, flags)
             cache[key] = hit
-        cap[i] = hit[0]
-        has[i] = hit[1]
+        if by_table[i]:
+            for j in range(len(names)):
+                if j not in table_cols:
+                    cap[i, j] = hit[0][j]
+                    has[i, j] = hit[1][j]
+        else:
+            cap[i] = hit[0]
+            has[i] = hit[1]
     return cap, has
 
 
@@ -471,6 +516,10 @@ def evict_pods_from_source_nodes(handle: Handle, plugin: str, excluded_namespace
         if d.node.taints not in seen:
             seen.add(d.node.taints)
             destination_taints[d.node.name] = d.node.taints
+    # A destination without taints is tolerated by every pod: then no pod needs asking (with no destination at
+    # all, none is tolerated).
+    tolerated: dict[str, tuple[Taint, ...]] | None = \
+        None if any(not taints for taints in destination_taints.values()) else destination_taints
     excluded = set(excluded_namespaces)
     evictor = handle.evictor
     for src in sources:
@@ -479,14 +528,14 @@ def evict_pods_from_source_nodes(handle: Handle, plugin: str, excluded_namespace
             continue
         podutil.sort_pods_based_on_priority_low_to_high(removable)
         removable = evictor.sort(removable)
-        stop = _evict_pods(evictor, plugin, excluded, removable, src, available, destination_taints,
+        stop = _evict_pods(evictor, plugin, excluded, removable, src, available, tolerated,
                            continue_eviction, usage_client, node_limit, reason(src))
         if stop == "total":
             return
 
 
 def _evict_pods(evictor: Any, plugin: str, excluded: set[str], pods: list[Pod], src: NodeUsageInfo,
-                available: dict[str, Number], destination_taints: dict[str, tuple[Taint, ...]],
+                available: dict[str, Number], destination_taints: dict[str, tuple[Taint, ...]] | None,
                 continue_eviction: ContinueCondition, usage_client: UsageClient, node_limit: int | None,
                 reason: str) -> str | None:
     if not continue_eviction(src, available):
@@ -495,7 +544,8 @@ def _evict_pods(evictor: Any, plugin: str, excluded: set[str], pods: list[Pod], 
     for pod in pods:
         if node_limit is not None and counter >= node_limit:
             break
-        if not nodeutil.pod_tolerates_taints(pod, destination_taints):
+        # None: some destination has no taints, which every pod tolerates.
+        if destination_taints is not None and not nodeutil.pod_tolerates_taints(pod, destination_taints):
             continue
         if pod.namespace in excluded or not evictor.pre_eviction_filter(pod):
             continue

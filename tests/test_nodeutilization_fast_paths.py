@@ -1,0 +1,202 @@
+"""LowNodeUtilization's and HighNodeUtilization's fast paths agree with the plain per-node and per-pod forms.
+
+- `capacity_matrix` with the cluster (allocatable read from the NodeTable's columns) equals the per-node
+  read, for nodes with and without allocatable, extended and untracked resources, MetricResource, and node
+  objects that are not the cluster's;
+- `sort_pods_based_on_priority_low_to_high` (keys made in one pass, QoS read once per pod) is the stable sort
+  by `priority_qos_key`, and `qos_class` is status.qosClass or the class computed from the spec, also after a
+  status change;
+- a destination without taints is tolerated by every pod (why the eviction loop skips the taint check then);
+- on random clusters both strategies evict the same pods in the same order as a run with the plain capacity
+  read and the plain key sort.
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import pytest
+
+from kubesched.api.objects import Pod, parse_node, parse_pod
+from kubesched.api.qos import compute_qos, qos_class
+from kubesched.api.snapshot import Snapshot
+from kubesched.cluster.state import ClusterState
+from kubesched.config.descheduler_policy import parse_descheduler_policy
+from kubesched.descheduler import nodeutil, podutil
+from kubesched.descheduler.descheduler import Descheduler
+from kubesched.descheduler.plugins import nodeutilization as nu
+from kubesched.descheduler.registry import default_registry
+
+NOW = datetime(2024, 1, 1, tzinfo=UTC)
+
+
+def node_doc(i: int, rng: random.Random) -> dict[str, Any]:
+    alloc: dict[str, str] = {"cpu": rng.choice(("4", "8", "4500m", "0.0005")), "memory": rng.choice(("8Gi", "1000")),
+                             "pods": rng.choice(("10", "110"))}
+    if rng.random() < 0.3:
+        alloc["example.com/gpu"] = rng.choice(("1", "4"))
+    if rng.random() < 0.2:
+        alloc["foo"] = "5"  # a bare name the scheduler does not track
+    for name in ("memory", "pods"):
+        if rng.random() < 0.15:
+            del alloc[name]
+    status: dict[str, Any] = {"capacity": dict(alloc), "conditions": [{"type": "Ready", "status": "True"}]}
+    if rng.random() < 0.85:
+        status["allocatable"] = alloc  # else: capacity alone
+    taints = [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}] if rng.random() < 0.3 else []
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": f"n{i}", "labels": {"kubernetes.io/hostname": f"n{i}"}},
+            "spec": {"taints": taints, "unschedulable": rng.random() < 0.1}, "status": status}
+
+
+def pod_doc(i: int, rng: random.Random, node: str) -> dict[str, Any]:
+    requests = {"cpu": rng.choice(("100m", "500m", "1", "2")), "memory": rng.choice(("128Mi", "1Gi"))}
+    resources: dict[str, Any] = {"requests": requests}
+    if rng.random() < 0.3:
+        resources["limits"] = dict(requests)  # Guaranteed
+    elif rng.random() < 0.2:
+        resources = {}  # BestEffort
+    spec: dict[str, Any] = {"nodeName": node, "containers": [{"name": "c", "image": "i", "resources": resources}]}
+    if rng.random() < 0.3:
+        spec["priority"] = rng.choice((0, 100, 1000))
+    if rng.random() < 0.1:
+        spec["resources"] = {}  # pod-level resources: an empty set decides (BestEffort)
+    if rng.random() < 0.2:
+        spec["tolerations"] = [{"key": "dedicated", "operator": "Exists"}]
+    meta: dict[str, Any] = {"name": f"p{i}", "namespace": rng.choice(("default", "team")), "uid": f"u{i}",
+                            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs",
+                                                 "uid": "rs", "controller": True}]}
+    if rng.random() < 0.15:
+        meta["annotations"] = {podutil.PREFER_NO_EVICTION_ANNOTATION: ""}
+    status: dict[str, Any] = {"phase": "Running"}
+    if rng.random() < 0.15:
+        status["qosClass"] = rng.choice(("Guaranteed", "Burstable", "BestEffort"))
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
+
+
+def objects(seed: int) -> list[dict[str, Any]]:
+    rng = random.Random(seed)
+    n = rng.randrange(4, 12)
+    out = [node_doc(i, rng) for i in range(n)]
+    k = 0
+    for i in range(n):
+        for _ in range(rng.randrange(0, 16 if i % 3 == 0 else 5)):
+            k += 1
+            out.append(pod_doc(k, rng, f"n{i}"))
+    return out
+
+
+def cluster_of(objs: list[dict[str, Any]]) -> ClusterState:
+    snap = Snapshot()
+    for o in objs:
+        if o["kind"] == "Node":
+            snap.nodes.append(parse_node(o))
+        else:
+            snap.pods.append(parse_pod(o))
+    return ClusterState.from_snapshot(snap)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_capacity_from_the_table_equals_the_per_node_read(seed: int) -> None:
+    rng = random.Random(seed)
+    cluster = cluster_of(objects(seed))
+    nodes = list(cluster.nodes.values())
+    if rng.random() < 0.5:
+        # A node object that is not the cluster's (the cycle's copy): read node by node.
+        nodes[0] = parse_node(node_doc(0, rng))
+    for names in (["cpu", "memory", "pods"], ["cpu", "example.com/gpu", "foo", "pods"], [nu.METRIC_RESOURCE],
+                  ["memory", "ephemeral-storage"]):
+        cap, has = nu.capacity_matrix(nodes, names, cluster)
+        plain_cap, plain_has = nu.capacity_matrix(nodes, names)
+        assert np.array_equal(cap, plain_cap) and np.array_equal(has, plain_has)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_priority_sort_is_the_stable_key_sort(seed: int) -> None:
+    rng = random.Random(seed)
+    pods = [parse_pod(pod_doc(i, rng, "n0")) for i in range(rng.randrange(1, 60))]
+    expected = sorted(pods, key=podutil.priority_qos_key)
+    got = podutil.sort_pods_based_on_priority_low_to_high(list(pods))
+    assert [p.key for p in got] == [p.key for p in expected]
+
+
+def _get_pod_qos(p: Pod) -> str:
+    status = p.raw.get("status") or {}
+    q = status.get("qosClass")
+    return q if isinstance(q, str) and q else compute_qos(p)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_qos_class_is_the_status_class_or_the_computed_one(seed: int) -> None:
+    rng = random.Random(seed)
+    classes = set()
+    for i in range(40):
+        p = parse_pod(pod_doc(i, rng, "n0"))
+        assert qos_class(p) == _get_pod_qos(p)
+        assert qos_class(p, pod_level_resources=False) == \
+            ((p.raw["status"].get("qosClass")) or compute_qos(p, pod_level_resources=False))
+        classes.add(qos_class(p))
+        changed = p.with_status(qosClass=rng.choice(("Guaranteed", "Burstable", "BestEffort", None)))
+        assert qos_class(changed) == _get_pod_qos(changed)  # the memo does not outlive a status change
+    assert classes == {"Guaranteed", "Burstable", "BestEffort"}
+
+
+def test_a_node_without_taints_is_tolerated_by_every_pod() -> None:
+    rng = random.Random(5)
+    tainted = parse_node(node_doc(0, random.Random(1))).taints or \
+        parse_node({**node_doc(0, rng), "spec": {"taints": [{"key": "k", "effect": "NoExecute"}]}}).taints
+    for i in range(30):
+        p = parse_pod(pod_doc(i, rng, "n0"))
+        assert nodeutil.pod_tolerates_taints(p, {"tainted": tainted, "clean": ()})
+    assert not nodeutil.pod_tolerates_taints(parse_pod(pod_doc(99, random.Random(0), "n0")), {})
+
+
+def _plain_sort(pods: list[Pod]) -> list[Pod]:
+    pods.sort(key=podutil.priority_qos_key)
+    return pods
+
+
+def _run(objs: list[dict[str, Any]], plugin: str, args: dict[str, Any]) -> list[str]:
+    cluster = cluster_of(objs)
+    policy = parse_descheduler_policy({
+        "apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerPolicy",
+        "profiles": [{"name": "p", "pluginConfig": [{"name": "DefaultEvictor", "args": {}},
+                                                    {"name": plugin, "args": args}],
+                      "plugins": {"balance": {"enabled": [plugin]}}}]}, "<test>", default_registry())
+    d = Descheduler(cluster, policy, now=NOW, dry_run=False, min_ready_nodes=0)
+    result = d.run_cycle()
+    assert not result.errors
+    return [f"{r.pod.key} {r.reason}" for r in result.evictions]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_node_utilization_strategies_evict_what_the_plain_forms_evict(seed: int,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    objs = objects(seed)
+    rng = random.Random(seed)
+    if seed % 2:
+        plugin = "LowNodeUtilization"
+        low = rng.randrange(5, 40)
+        args: dict[str, Any] = {"thresholds": {"cpu": low, "memory": low, "pods": low},
+                                "targetThresholds": {"cpu": low + 20, "memory": low + 30, "pods": low + 20}}
+    else:
+        plugin = "HighNodeUtilization"
+        args = {"thresholds": {"cpu": rng.randrange(20, 80), "memory": 60}}
+    got = _run(objs, plugin, args)
+    plain_capacity = nu.capacity_matrix
+    monkeypatch.setattr(nu, "capacity_matrix", lambda nodes, names, cluster=None: plain_capacity(nodes, names))
+    monkeypatch.setattr(podutil, "sort_pods_based_on_priority_low_to_high", _plain_sort)
+    assert got == _run(objs, plugin, args)
+
+
+def test_the_random_clusters_evict() -> None:
+    """The comparisons above are not vacuous: both strategies evict on these clusters."""
+    evicted = [len(_run(objects(seed), "LowNodeUtilization", {
+        "thresholds": {"cpu": 20, "memory": 20, "pods": 20}, "targetThresholds": {"cpu": 40, "memory": 50, "pods": 40}}))
+        for seed in range(1, 40, 2)]
+    assert sum(evicted) > 20 and sum(1 for n in evicted if n) > 5
+    assert sum(len(_run(objects(seed), "HighNodeUtilization", {"thresholds": {"cpu": 50, "memory": 60}}))
+               for seed in range(0, 40, 2)) > 0
