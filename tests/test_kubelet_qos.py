@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from kubesched.api import koordinator
 from kubesched.api.objects import Pod, parse_pod
 from kubesched.api.qos import compute_qos, qos_class
 from kubesched.cli import main
@@ -73,6 +74,14 @@ def test_status_qos_class_wins_and_feature_gate_off_ignores_pod_level() -> None:
     # The class is memoised per pod object; a pod whose status changes is a new object and is asked again.
     assert qos_class(pod.with_status(qosClass="Burstable")) == "Burstable"
     assert qos_class(pod.with_status(qosClass=None)) == "BestEffort" and qos_class(pod) == "Guaranteed"
+
+
+def test_koordinator_priority_class_follows_a_status_change() -> None:
+    # koordinator's default priority class comes from the QoS class, which status.qosClass decides: a memo
+    # read before the status changed must not answer for the new pod object.
+    pod = make([c("a")])
+    assert koordinator.priority_class(pod) == koordinator.PRIORITY_BATCH
+    assert koordinator.priority_class(pod.with_status(qosClass="Guaranteed")) == koordinator.PRIORITY_PROD
 
 
 def adj(pod: Pod, name: str, capacity: int = CAP) -> int:

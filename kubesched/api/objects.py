@@ -759,9 +759,10 @@ class Pod:
                        document={**self.raw, "metadata": meta})
 
 
-# Memo keys derived from a pod's status (dropped when the status changes): the start time, and the QoS class
-# (kubesched.api.qos.qos_class prefers status.qosClass).
-STATUS_DERIVED_CACHE_KEYS: frozenset[Hashable] = frozenset({"start_time", ("qos_class", True), ("qos_class", False)})
+# Memo keys derived from a pod's status (dropped when the status changes): the start time, the QoS class
+# (kubesched.api.qos.qos_class prefers status.qosClass) and koordinator's priority class (read from it).
+STATUS_DERIVED_CACHE_KEYS: frozenset[Hashable] = frozenset({"start_time", ("qos_class", True), ("qos_class", False),
+                                                           "koord_priority_class"})
 
 
 def _evolve(obj: Any, **changes: Any) -> Any:
