@@ -45,7 +45,26 @@ DEFAULT_SCHEDULER_NAME = "default-scheduler"
 _JSON = msgspec.json.Decoder()
 
 
-class RawDocument:
+class LazyDocument:
+    """A document (or part of one) kept in a form that `decode()` makes into the dict it stands for; equal
+    to that dict, and as unhashable."""
+
+    __slots__ = ()
+
+    def decode(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, LazyDocument):
+            return self.decode() == other.decode()
+        if isinstance(other, dict):
+            return self.decode() == other
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class RawDocument(LazyDocument):
     """An object's JSON document, not yet decoded: `data` is its bytes (a `msgspec.Raw` view of the file),
     `first` the fields a typed list gives its items (apiVersion and kind of a PodList's items), put first.
     Decoded once, when first read."""
@@ -66,20 +85,11 @@ class RawDocument:
             self.decoded = doc
         return doc
 
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, RawDocument | RawPart | BoundDocument):
-            return self.decode() == other.decode()
-        if isinstance(other, dict):
-            return self.decode() == other
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]  # as unhashable as the dict it stands for
-
     def __repr__(self) -> str:
         return f"RawDocument({bytes(self.data)[:60]!r}...)"
 
 
-class RawPart:
+class RawPart(LazyDocument):
     """A part of an undecoded document (a container of a pod): `path` from the document's root."""
 
     __slots__ = ("document", "path")
@@ -94,17 +104,8 @@ class RawPart:
             node = node[step]
         return node  # type: ignore[no-any-return]
 
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, RawDocument | RawPart | BoundDocument):
-            return self.decode() == other.decode()
-        if isinstance(other, dict):
-            return self.decode() == other
-        return NotImplemented
 
-    __hash__ = None  # type: ignore[assignment]
-
-
-class BoundDocument:
+class BoundDocument(LazyDocument):
     """A pod's document after a binding: `base` with spec.nodeName set to `node_name` (removed when empty),
     made when first read. A binding happens once per pod in the scheduler's hot path and most bound pods
     are never printed, so the copy of the document is put off until someone reads it."""
@@ -124,15 +125,6 @@ class BoundDocument:
         else:
             spec.pop("nodeName", None)
         return {**raw, "spec": spec}
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, RawDocument | RawPart | BoundDocument):
-            return self.decode() == other.decode()
-        if isinstance(other, dict):
-            return self.decode() == other
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
 
 
 _intern = sys.intern

@@ -52,11 +52,7 @@ class NamespacePods:
             for label, by_value in self.by_label.items():
                 v = labels.get(label)
                 if v is not None:
-                    keys = by_value.get(v)
-                    if keys is None:
-                        by_value[v] = {key: pod}
-                    else:
-                        keys[key] = pod
+                    _put(by_value, v, key, pod)
 
     def remove(self, key: str, pod: Pod) -> None:
         del self.pods[key]
@@ -79,11 +75,7 @@ class NamespacePods:
             for key, pod in self.pods.items():
                 v = pod.meta.labels.get(label)
                 if v is not None:
-                    keys = by_value.get(v)
-                    if keys is None:
-                        by_value[v] = {key: pod}
-                    else:
-                        keys[key] = pod
+                    _put(by_value, v, key, pod)
             self.by_label[label] = by_value
         return by_value
 
@@ -262,3 +254,11 @@ def namespaced_pods_for(cluster: ClusterState) -> NamespacedPods:
         cluster.subscribe(idx.on_event, index=True, kinds=("Pod", "Node"))
         _INDEXES[cluster] = idx
     return idx
+
+
+def _put(by_value: dict[str, dict[str, Pod]], value: str, key: str, pod: Pod) -> None:
+    keys = by_value.get(value)
+    if keys is None:
+        by_value[value] = {key: pod}
+    else:
+        keys[key] = pod
