@@ -110,5 +110,6 @@ class HighNodeUtilization(BalancePlugin):
                     f"{len(dest_nodes)} other node(s)")
 
         nu.evict_pods_from_source_nodes(handle, self.name, self.excluded_namespaces, low_nodes, dest_nodes,
-                                        self._pod_filter, names, continue_eviction, client, None, reason)
+                                        self._pod_filter, names, continue_eviction, client, None, reason,
+                                        budget=nu.budget_left)
         return Status()

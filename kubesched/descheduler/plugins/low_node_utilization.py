@@ -147,5 +147,6 @@ class LowNodeUtilization(BalancePlugin):
                     f"{len(low_nodes)} underutilized node(s) have room")
 
         nu.evict_pods_from_source_nodes(handle, self.name, self.excluded_namespaces, high_nodes, low_nodes,
-                                        handle.evictor.filter, names, continue_eviction, client, self.node_limit, reason)
+                                        handle.evictor.filter, names, continue_eviction, client, self.node_limit, reason,
+                                        budget=nu.budget_left)
         return Status()

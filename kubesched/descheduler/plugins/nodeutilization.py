@@ -504,9 +504,16 @@ def evict_pods_from_source_nodes(handle: Handle, plugin: str, excluded_namespace
                                  sources: list[NodeUsageInfo], destinations: list[NodeUsageInfo],
                                  pod_filter: Callable[[Pod], bool], names: list[str],
                                  continue_eviction: ContinueCondition, usage_client: UsageClient,
-                                 node_limit: int | None, reason: Callable[[NodeUsageInfo], str]) -> None:
+                                 node_limit: int | None, reason: Callable[[NodeUsageInfo], str],
+                                 budget: Callable[[dict[str, Number]], bool] | None = None) -> None:
     """evictPodsFromSourceNodes: source node by source node, evictable pods in priority/QoS order, until the
-    node is back under target, the destinations' budget is spent, or a limit stops it."""
+    node is back under target, the destinations' budget is spent, or a limit stops it.
+
+    `budget` is the part of `continue_eviction` that reads only the destinations' budget (both upstream
+    strategies' conditions require `budget_left`). Evictions only ever spend the budget, so once it fails,
+    `continue_eviction` fails for every later source node and upstream's loop merely lists, filters and sorts
+    their pods: here the loop stops instead (the same evictions, in the same order).
+    """
     available = assess_available(destinations, names)
     # PodToleratesTaints only asks whether some destination's taints are all tolerated: destinations with
     # the same taints answer alike, so each distinct taint set is asked once.
@@ -523,6 +530,8 @@ def evict_pods_from_source_nodes(handle: Handle, plugin: str, excluded_namespace
     excluded = set(excluded_namespaces)
     evictor = handle.evictor
     for src in sources:
+        if budget is not None and not budget(available):
+            return
         removable = [p for p in src.pods if pod_filter(p)]
         if not removable:
             continue
