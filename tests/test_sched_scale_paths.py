@@ -9,6 +9,8 @@
 * NodeVolumeLimits, VolumeBinding and VolumeZone: the vectorised Filter equals the per-node one.
 * The topology index's counts per selector (first count from the namespace/label candidates, then kept
   current per event) equal a scan of every assigned pod.
+* PodTopologySpread's PreScore counts per domain (from the index's per-domain totals where it can) equal
+  upstream's loop over every node.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import numpy as np
 import pytest
 
 from kubesched.api.objects import parse_node, parse_pod
@@ -401,3 +404,103 @@ def test_absent_nodes_status_names_every_narrowing_plugin_as_go_prints_them() ->
     assert diag.node_to_status["n1"].reasons == ["Insufficient cpu"]
     for name in ("n2", "n3", "n4"):
         assert diag.node_to_status[name].reasons == ["node(s) didn't satisfy plugin(s) [NodeAffinity VolumeBinding]"]
+
+
+# ---------------------------------------------------------------- PodTopologySpread's PreScore counts
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_spread_prescore_domain_counts_equal_upstreams_node_loop(seed: int) -> None:
+    """PodTopologySpread PreScore's pods per domain — from the index's per-domain totals when every node of a
+    candidate domain is eligible, else summed per row — equal upstream's loop over every node: eligible when
+    it has every key (explicit constraints) and passes the inclusion policies, counted under its label value
+    ("" when missing) if a scored node is in that domain."""
+    from kubesched.config.plugin_args import build_args
+    from kubesched.scheduler.framework import Handle
+    from kubesched.scheduler.plugins.pod_topology_spread import (
+        PRE_SCORE_KEY,
+        PodTopologySpread,
+        required_node_affinity_matches,
+        tolerates_node_taints,
+    )
+
+    rnd = random.Random(seed)
+    cluster = ClusterState()
+    n_nodes = 30
+    for i in range(n_nodes):
+        labels = {"kubernetes.io/hostname": f"n{i}", "disk": rnd.choice(["ssd", "hdd"])}
+        r = rnd.random()
+        if seed % 2 == 0 or r < 0.7:  # even seeds: every node is zoned (the fast path)
+            labels[ZONE] = rnd.choice(["a", "b", "c", "d"])
+        elif r < 0.85:
+            labels[ZONE] = ""
+        taints = [{"key": "t", "effect": "NoSchedule"}] if rnd.random() < 0.2 else []
+        cluster.add(parse_node({"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"n{i}", "labels": labels},
+                                "spec": {"taints": taints},
+                                "status": {"allocatable": {"cpu": "64", "memory": "64Gi", "pods": "500"}}}))
+    owner = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "u1", "controller": True}]
+    made = 0
+
+    def add_pods(k: int) -> None:
+        nonlocal made
+        for _ in range(k):
+            made += 1
+            cluster.add(parse_pod({"apiVersion": "v1", "kind": "Pod", "metadata": {
+                "name": f"p{made}", "namespace": rnd.choice(["ns1", "ns2"]),
+                "labels": {"app": rnd.choice(["x", "y"])}, "ownerReferences": owner},
+                "spec": {"nodeName": f"n{rnd.randrange(n_nodes)}", "containers": [{"name": "c"}]}}))
+
+    default_pl = PodTopologySpread(build_args(PodTopologySpread, None), Handle(cluster))
+    listed = PodTopologySpread(build_args(PodTopologySpread, {"defaultingType": "List", "defaultConstraints": [
+        {"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "ScheduleAnyway"}]}), Handle(cluster))
+    for step in range(12):
+        add_pods(rnd.randrange(1, 12))
+        for k in rnd.sample(list(cluster.pods), min(2, len(cluster.pods))):
+            cluster.delete(cluster.pods[k])
+        spec: dict[str, Any] = {"containers": [{"name": "c"}]}
+        if rnd.random() < 0.5:
+            spec["topologySpreadConstraints"] = [{
+                "maxSkew": 2, "topologyKey": ZONE, "whenUnsatisfiable": "ScheduleAnyway",
+                "labelSelector": {"matchLabels": {"app": "x"}},
+                **({"nodeTaintsPolicy": "Honor"} if rnd.random() < 0.5 else {})}]
+        if rnd.random() < 0.4:
+            spec["nodeSelector"] = {"disk": "ssd"}
+        incoming = parse_pod({"apiVersion": "v1", "kind": "Pod", "metadata": {
+            "name": f"in{step}", "namespace": rnd.choice(["ns1", "ns2"]), "labels": {"app": "x"},
+            "ownerReferences": owner}, "spec": spec})
+        pl = default_pl if step % 3 else listed
+        rows = np.array(sorted(rnd.sample(range(n_nodes), rnd.randrange(1, n_nodes))), dtype=np.int64)
+        state = CycleState()
+        st = pl.pre_score(state, incoming, cluster, rows)
+        if st.code is Code.SKIP:
+            continue
+        s = state.read(PRE_SCORE_KEY)
+        infos = cluster.node_infos
+        explicit = bool(incoming.topology_spread_constraints) or not pl.system_defaulted
+
+        def has_all(node: Any, s: Any = s) -> bool:
+            return all(c.topology_key in node.labels for c in s.constraints)
+
+        for i, c in enumerate(s.constraints):
+            if c.topology_key != ZONE:
+                continue
+            scored_values = {infos[r].node.labels.get(ZONE, "") for r in rows
+                             if not explicit or has_all(infos[r].node)}
+            expected: dict[str, int] = {}
+            for info in infos:
+                node = info.node
+                if explicit and not has_all(node):
+                    continue
+                if c.node_affinity_honor and not required_node_affinity_matches(incoming, node):
+                    continue
+                if c.node_taints_honor and not tolerates_node_taints(incoming, node):
+                    continue
+                value = node.labels.get(ZONE, "")
+                if value not in scored_values:
+                    continue
+                n = sum(1 for p in info.pods.values() if p.namespace == incoming.namespace
+                        and not p.is_terminating and c.selector.matches(p.labels))
+                expected[value] = expected.get(value, 0) + n
+            topo = s.topologies[i]
+            got = {("" if d == topo.size else topo.values[d]): int(v) for d, v in enumerate(s.domain_counts[i]) if v}
+            assert got == {k: v for k, v in expected.items() if v}, (seed, step)

@@ -377,6 +377,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         require_all = bool(pod.topology_spread_constraints) or not self.system_defaulted
         topologies = tuple(idx.topology(c.topology_key) for c in constraints)
         has_all = _has_all_keys(topologies, cluster.num_nodes)
+        every_node_has_all = has_all is None
         if has_all is None:
             has_all = np.ones(cluster.num_nodes, dtype=bool)
         rows = np.asarray(rows, dtype=np.int64)
@@ -391,27 +392,34 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         weights: list[float] = []
         matchers = tuple(self._matcher(pod, c) for c in constraints)
         for c, topo, m in zip(constraints, topologies, matchers, strict=True):
-            empty_id = topo.value_code.get("", topo.size)
-            ids = np.where(topo.codes >= 0, topo.codes, empty_id)
+            ids = topo.ids
             domain_ids.append(ids)
             if c.topology_key == HOSTNAME_LABEL:
                 # Per-node counts are read at Score; the topology size is the number of scored nodes.
                 domain_counts.append(None)
                 weights.append(math.log(len(rows) - len(ignored) + 2))
                 continue
+            # Domains of the scored nodes: only their pods are counted.
             candidate = np.zeros(topo.size + 1, dtype=bool)
             candidate[ids[scored]] = True
             weights.append(math.log(int(candidate.sum()) + 2))
-            elig = candidate[ids]
-            if require_all:
-                elig &= has_all
             policy = self._eligible_rows(cluster, pod, c)
-            if policy is not None:
-                elig &= policy
-            row_counts = self._row_counts(idx, m)
-            sel = ids[elig]
-            cnt = (np.bincount(sel, weights=row_counts[elig], minlength=topo.size + 1).round().astype(np.int64)
-                   if len(sel) else np.zeros(topo.size + 1, dtype=np.int64))
+            cnt = np.zeros(topo.size + 1, dtype=np.int64)
+            if m is None:
+                pass
+            elif topo.complete and policy is None and (every_node_has_all or not require_all):
+                # Every node of a candidate domain is eligible: the index's per-domain totals, kept by events
+                # (the per-row sum below, without a pass over every node).
+                np.copyto(cnt[:-1], idx.domain_counts(m, topo), where=candidate[:-1])
+            else:
+                elig = candidate[ids]
+                if require_all:
+                    elig &= has_all
+                if policy is not None:
+                    elig &= policy
+                sel = ids[elig]
+                if len(sel):
+                    cnt = np.bincount(sel, weights=idx.counts(m)[elig], minlength=topo.size + 1).round().astype(np.int64)
             domain_counts.append(cnt)
         state.write(PRE_SCORE_KEY, PreScoreState(constraints, topologies, domain_counts, domain_ids, weights,
                                                  frozenset(int(r) for r in ignored), matchers))

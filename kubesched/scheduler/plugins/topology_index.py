@@ -187,7 +187,7 @@ class Topology:
     every domain is a single node (hostname).
     """
 
-    __slots__ = ("key", "codes", "values", "value_code", "order", "starts", "unique", "complete")
+    __slots__ = ("key", "codes", "values", "value_code", "order", "starts", "unique", "complete", "_ids")
 
     def __init__(self, key: str, codes: np.ndarray, values: list[str], value_code: dict[str, int]) -> None:
         self.key = key
@@ -201,6 +201,16 @@ class Topology:
             else np.zeros(0, dtype=np.int64)
         self.unique = len(self.order) == len(values)
         self.complete = len(self.order) == len(codes)  # every node has the label
+        self._ids: np.ndarray | None = None
+
+    @property
+    def ids(self) -> np.ndarray:
+        """Each row's domain for PreScore, where a node without the label counts under the value "" (upstream
+        reads a missing label as ""): its code, else the code of "" when some node has it, else `size`."""
+        if self._ids is None:
+            empty_id = self.value_code.get("", self.size)
+            self._ids = self.codes if self.complete else np.where(self.codes >= 0, self.codes, empty_id)
+        return self._ids
 
     @property
     def size(self) -> int:
