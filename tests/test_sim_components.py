@@ -315,3 +315,49 @@ def test_find_loops_chains_and_placed_back() -> None:
     assert [(x["event"], x["pod"]) for x in f.chain] == [("evicted", "ns/a1"), ("replacement bound", "ns/a2"),
                                                           ("evicted", "ns/a2"), ("placed back", "ns/a3")]
     assert find_loops(ev, binds, {"ns/a2": "ns/a1", "ns/a3": "ns/a2"}, 100) == []
+
+
+def _placed_back_by_scanning(e: Eviction, bindings: list[Binding], window: float) -> Binding | None:
+    """The reference for "any pod of the workload placed back": the first binding of the list that fits."""
+    for b in bindings:
+        if (b.workload, b.node) == (e.workload, e.node) and b.created >= e.t and e.t <= b.t <= e.t + window \
+                and b.pod != e.pod:
+            return b
+    return None
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_find_loops_placed_back_search_equals_a_scan(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """find_loops starts its search for a placed-back pod at the eviction's time (bisect over bindings in time
+    order): the same findings, chains included, as a search from the first binding, and as many placed-back
+    evictions as a scan of every binding finds (no replacement chains here: every placed-back link comes
+    from that search)."""
+    import random
+
+    from kubesched.sim import loops as loops_module
+
+    rnd = random.Random(seed)
+    evictions, bindings = [], []
+    t = 0.0
+    for k in range(300):
+        t += rnd.choice([0.0, 5.0, 60.0, 400.0])
+        wl, node = f"D/w{rnd.randrange(3)}", f"n{rnd.randrange(4)}"
+        if rnd.random() < 0.5:
+            evictions.append(Eviction(t, f"ns/p{k}", wl, node, "descheduler", "LNU"))
+        else:
+            bindings.append(Binding(t, f"ns/p{k}", wl, node, t - rnd.choice([0.0, 30.0, 900.0])))
+    window = rnd.choice([60.0, 600.0, 1800.0])
+    found = [f.to_json() for f in find_loops(evictions, bindings, {}, window)]
+    expect: dict[str, int] = {}
+    for e in evictions:
+        if _placed_back_by_scanning(e, bindings, window) is not None:
+            expect[e.workload] = expect.get(e.workload, 0) + 1
+    assert {f["workload"]: f["placedBack"] for f in found} == expect
+    assert sum(expect.values()) > 0
+    # Bindings out of time order are searched from the start: whether a pod came back does not change.
+    shuffled = bindings[:]
+    rnd.shuffle(shuffled)
+    assert {f.workload: f.placed_back for f in find_loops(evictions, shuffled, {}, window)} == expect
+    with monkeypatch.context() as m:
+        m.setattr(loops_module.bisect, "bisect_left", lambda a, x: 0)
+        assert [f.to_json() for f in find_loops(evictions, bindings, {}, window)] == found

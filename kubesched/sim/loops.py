@@ -11,6 +11,8 @@ moved off, whichever eviction they replace).
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -67,6 +69,10 @@ def find_loops(evictions: Sequence[Eviction], bindings: Sequence[Binding], repla
     for b in bindings:
         binds_of.setdefault(b.pod, []).append(b)
         binds_by_workload_node.setdefault((b.workload, b.node), []).append(b)
+    # Each list's binding times, to start the scan at the eviction's time (lists are recorded in time order;
+    # one that is not is scanned from its start).
+    times_by_workload_node = {k: [b.t for b in bs] for k, bs in binds_by_workload_node.items()}
+    in_order = {k for k, ts in times_by_workload_node.items() if all(a <= b for a, b in itertools.pairwise(ts))}
     evictions = [e for e in evictions if not e.terminal]
     evicted: dict[str, Eviction] = {}
     for e in evictions:
@@ -84,8 +90,16 @@ def find_loops(evictions: Sequence[Eviction], bindings: Sequence[Binding], repla
             if e2 is not None and e.t <= e2.t <= e.t + window and (again is None or e2.t < again.t):
                 again = e2
         if back is None:
-            # Any replacement of the workload (created after the eviction) landing on the same node.
-            for b in binds_by_workload_node.get((e.workload, e.node), []):
+            # Any replacement of the workload (created after the eviction) landing on the same node: the first
+            # in the list (in time order, the earliest in the window).
+            key = (e.workload, e.node)
+            same = binds_by_workload_node.get(key, [])
+            ordered = key in in_order
+            start = bisect.bisect_left(times_by_workload_node[key], e.t) if ordered else 0
+            for j in range(start, len(same)):
+                b = same[j]
+                if ordered and b.t > e.t + window:
+                    break
                 if b.created >= e.t and e.t <= b.t <= e.t + window and b.pod != e.pod:
                     back = b
                     break

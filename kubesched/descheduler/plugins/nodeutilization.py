@@ -14,6 +14,7 @@ exact sum instead, which differs only for requests finer than a millicore or a b
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -162,14 +163,35 @@ class UsageClient(Protocol):
     def pod_usage(self, pod: Pod) -> dict[str, Number]: ...
 
 
-class RequestedUsageClient:
+class _PodsWhenAsked:
+    """A node's pods, listed when first asked after `sync` (only the nodes the eviction loop reaches are).
+
+    Upstream's clients list every node's pods at sync; the lists are the same: during a cycle only the
+    descheduler's own evictions change pods, and those only on the node it is draining."""
+
+    cluster: ClusterState
+    _nodes: list[Node]
+    _listed: dict[int, list[Pod]]
+
+    def _forget_pods(self, nodes: list[Node]) -> None:
+        self._nodes = nodes
+        self._listed = {}
+
+    def pods(self, i: int) -> list[Pod]:
+        pods = self._listed.get(i)
+        if pods is None:
+            pods = self._listed[i] = list(self.cluster.pods_on(self._nodes[i].name))
+        return pods
+
+
+class RequestedUsageClient(_PodsWhenAsked):
     """Usage = the requests of the pods on each node (upstream's requestedUsageClient)."""
 
     def __init__(self, cluster: ClusterState, names: list[str]) -> None:
         self.cluster = cluster
         self.names = names
         self._usage = np.zeros((0, len(names)), dtype=np.int64)
-        self._nodes: list[Node] = []
+        self._forget_pods([])
         self._usage_key = ("desched_usage", tuple(names))
 
     def sync(self, nodes: list[Node]) -> None:
@@ -190,14 +212,10 @@ class RequestedUsageClient:
                         total += podutil.pod_request_quantities(p).get(name, Fraction(0))
                     usage[i, j] = milli_value_of(total) if name == CPU else value_of(total)
         self._usage = usage
-        # Listed when asked (only classified nodes are): nothing changes the pods during a cycle.
-        self._nodes = nodes
+        self._forget_pods(nodes)
 
     def node_usage(self) -> np.ndarray:
         return self._usage
-
-    def pods(self, i: int) -> list[Pod]:
-        return list(self.cluster.pods_on(self._nodes[i].name))
 
     def pod_usage(self, pod: Pod) -> dict[str, Number]:
         key = self._usage_key
@@ -219,7 +237,7 @@ class RequestedUsageClient:
         return dict(cached)
 
 
-class ActualUsageClient:
+class ActualUsageClient(_PodsWhenAsked):
     """Usage = the MetricsCollector's node usage (cpu, memory) and the pod count (upstream's actualUsageClient)."""
 
     def __init__(self, cluster: ClusterState, names: list[str], collector: Any) -> None:
@@ -227,30 +245,28 @@ class ActualUsageClient:
         self.names = names
         self.collector = collector
         self._usage = np.zeros((0, len(names)), dtype=np.int64)
-        self._pods: list[list[Pod]] = []
+        self._forget_pods([])
 
     def sync(self, nodes: list[Node]) -> None:
         usage = np.zeros((len(nodes), len(self.names)), dtype=np.int64)
-        pods: list[list[Pod]] = []
+        infos = self.cluster.node_info_by_name
+        collected_nodes = self.collector.nodes
         for i, n in enumerate(nodes):
-            on = list(self.cluster.pods_on(n.name))
-            collected = self.collector.nodes.get(n.name)
+            collected = collected_nodes.get(n.name)
             if collected is None:
                 raise UsageError(f"unable to find node {n.name!r} in the collected metrics")
-            values = {CPU: collected["cpu"], MEMORY: collected["memory"], PODS: len(on)}
+            info = infos.get(n.name)
+            values = {CPU: collected["cpu"], MEMORY: collected["memory"],
+                      PODS: len(info.pods) if info is not None else 0}
             for j, name in enumerate(self.names):
                 if name not in values:
                     raise UsageError(f"unable to find {name!r} resource for collected {n.name!r} node metric")
                 usage[i, j] = values[name]
-            pods.append(on)
         self._usage = usage
-        self._pods = pods
+        self._forget_pods(nodes)
 
     def node_usage(self) -> np.ndarray:
         return self._usage
-
-    def pods(self, i: int) -> list[Pod]:
-        return self._pods[i]
 
     def pod_usage(self, pod: Pod) -> dict[str, Number]:
         try:
@@ -270,7 +286,7 @@ class PrometheusClient(Protocol):
     def query(self, query: str) -> dict[str, float]: ...
 
 
-class PrometheusUsageClient:
+class PrometheusUsageClient(_PodsWhenAsked):
     """Usage = one Prometheus query per cycle, `MetricResource` = int(value*100) per node."""
 
     def __init__(self, cluster: ClusterState, client: PrometheusClient, query: str) -> None:
@@ -279,7 +295,7 @@ class PrometheusUsageClient:
         self.query = query
         self.names = [METRIC_RESOURCE]
         self._usage = np.zeros((0, 1), dtype=np.int64)
-        self._pods: list[list[Pod]] = []
+        self._forget_pods([])
 
     def sync(self, nodes: list[Node]) -> None:
         try:
@@ -296,13 +312,10 @@ class PrometheusUsageClient:
                 raise UsageError(f"unable to find metric entry for {n.name}")
             usage[i, 0] = int(result[n.name] * 100)
         self._usage = usage
-        self._pods = [list(self.cluster.pods_on(n.name)) for n in nodes]
+        self._forget_pods(nodes)
 
     def node_usage(self) -> np.ndarray:
         return self._usage
-
-    def pods(self, i: int) -> list[Pod]:
-        return self._pods[i]
 
     def pod_usage(self, pod: Pod) -> dict[str, Number]:
         raise NotSupportedError("prometheus usage client has no per-pod usage")
@@ -461,15 +474,27 @@ def capped_capacity(cap: np.ndarray, has: np.ndarray, names: list[str], threshol
 # ---------------------------------------------------------------- node infos and the eviction loop
 
 
-@dataclass
 class NodeUsageInfo:
-    """One classified node: its usage (units, updated as pods leave), its budget cap, its pods."""
+    """One classified node: its usage (units, updated as pods leave), its budget cap, its pods (listed by the
+    usage client when first read: the eviction loop stops before most source nodes)."""
 
-    node: Node
-    usage: dict[str, Number]
-    available: dict[str, Number]
-    pods: list[Pod]
-    percent: dict[str, float] = field(default_factory=dict)
+    __slots__ = ("node", "usage", "available", "percent", "_pods", "_list")
+
+    def __init__(self, node: Node, usage: dict[str, Number], available: dict[str, Number],
+                 pods: list[Pod] | Callable[[], list[Pod]], percent: dict[str, float] | None = None) -> None:
+        self.node = node
+        self.usage = usage
+        self.available = available
+        self.percent = percent if percent is not None else {}
+        self._pods: list[Pod] | None = pods if isinstance(pods, list) else None
+        self._list = None if isinstance(pods, list) else pods
+
+    @property
+    def pods(self) -> list[Pod]:
+        if self._pods is None:
+            assert self._list is not None
+            self._pods = self._list()
+        return self._pods
 
 
 def usage_sum(info: NodeUsageInfo) -> int:
@@ -632,13 +657,12 @@ def make_usage_client(plugin: str, handle: Handle, metrics_utilization: MetricsU
 
 def build_infos(nodes: list[Node], indices: Iterable[int], usage: np.ndarray, names: list[str], pct: np.ndarray,
                 caps: np.ndarray, client: UsageClient) -> list[NodeUsageInfo]:
-    out = []
-    for i in indices:
-        out.append(NodeUsageInfo(
-            node=nodes[i],
-            usage={n: int(usage[i, j]) for j, n in enumerate(names)},
-            available={n: int(caps[i, j]) for j, n in enumerate(names)},
-            pods=client.pods(i),
-            percent={n: float(pct[i, j]) for j, n in enumerate(names)},
-        ))
-    return out
+    idx = np.asarray(list(indices) if not isinstance(indices, np.ndarray) else indices, dtype=np.int64)
+    # Whole rows to Python numbers at once (the same ints and floats as element by element).
+    rows_usage = usage[idx].tolist()
+    rows_caps = caps[idx].tolist()
+    rows_pct = pct[idx].tolist()
+    return [NodeUsageInfo(node=nodes[i], usage=dict(zip(names, u, strict=True)),
+                          available=dict(zip(names, c, strict=True)), pods=functools.partial(client.pods, i),
+                          percent=dict(zip(names, p, strict=True)))
+            for i, u, c, p in zip(idx.tolist(), rows_usage, rows_caps, rows_pct, strict=True)]

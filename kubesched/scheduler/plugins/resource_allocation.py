@@ -341,11 +341,13 @@ class RowCache:
         elif e[3] != len(log):
             values = e[4]
             pending = log[e[3]:]
-            if some is not None and len(pending) > self._few:
-                changed = np.unique(np.array(pending, dtype=np.int64))
+            rows = set(pending)
+            if some is not None and len(rows) > self._few:
+                # Each row once (np.unique costs more than the set for the few dozen rows usually pending).
+                changed = np.fromiter(rows, dtype=np.int64, count=len(rows))
                 values[changed] = some(changed)
             else:
-                for r in set(pending):
+                for r in rows:
                     values[r] = one(r)
             e[3] = len(log)
         self._entries.move_to_end(key)

@@ -324,7 +324,13 @@ class ClusterIndex:
     by_namespace: dict[str, set[str]] = field(default_factory=dict)
     by_label: dict[tuple[str, str], set[str]] = field(default_factory=dict)
     matchers: OrderedDict[PodMatcher, np.ndarray] = field(default_factory=OrderedDict)
-    matcher_scope: dict[str | None, set[PodMatcher]] = field(default_factory=dict)
+    # The tracked matchers a pod event can touch, by (namespace or None for any, label key, label value) when
+    # the matcher requires `key In (values)` (matchLabels included), else by (namespace or None, None, None):
+    # an event asks only the matchers its pod's namespace and labels can satisfy.
+    matcher_scope: dict[tuple[str | None, str | None, str | None], set[PodMatcher]] = \
+        field(default_factory=dict)
+    matcher_buckets: dict[PodMatcher, list[tuple[str | None, str | None, str | None]]] = \
+        field(default_factory=dict)
     # Per tracked matcher and topology key: the matching pods per domain, kept current like the rows.
     matcher_domains: dict[PodMatcher, dict[str, tuple[Topology, np.ndarray]]] = field(default_factory=dict)
     terms: dict[str, dict[tuple[AffinityTerm, int], TermCounts]] = field(default_factory=dict)
@@ -434,13 +440,14 @@ class ClusterIndex:
                 yield records[key]
 
     def _apply(self, rec: _Record, sign: int) -> None:
-        for scope in (rec.namespace, None):
-            for m in self.matcher_scope.get(scope, ()):
-                if m.matches(rec.namespace, rec.labels, rec.terminating):
-                    self.matchers[m][rec.row] += sign
-                    doms = self.matcher_domains.get(m)
-                    if doms:
-                        _shift_domains(doms, rec.row, sign)
+        buckets = self.matcher_scope
+        if buckets:
+            labels = rec.labels
+            for scope in (rec.namespace, None):
+                # A pod has one value per label key, so it is in at most one bucket of a matcher.
+                self._apply_matchers(buckets.get((scope, None, None)), rec, sign)
+                for k, v in labels.items():
+                    self._apply_matchers(buckets.get((scope, k, v)), rec, sign)
         for cat, term, weight in rec.terms:
             by_term = self.terms.setdefault(cat, {})
             tc = by_term.get((term, weight))
@@ -461,6 +468,36 @@ class ClusterIndex:
                 # Forget terms no assigned pod carries any more, so scans over terms stay short.
                 del by_term[(term, weight)]
                 self.dense_terms.pop(id(tc), None)
+
+    def _apply_matchers(self, matchers: set[PodMatcher] | None, rec: _Record, sign: int) -> None:
+        if not matchers:
+            return
+        for m in matchers:
+            if m.matches(rec.namespace, rec.labels, rec.terminating):
+                self.matchers[m][rec.row] += sign
+                doms = self.matcher_domains.get(m)
+                if doms:
+                    _shift_domains(doms, rec.row, sign)
+
+    def _scope(self, matcher: PodMatcher, scope: frozenset[str] | None) -> None:
+        """File a tracked matcher under the buckets of the pods that can match it."""
+        label: tuple[str, tuple[str, ...]] | None = None
+        for _, sel in matcher.clauses:
+            for r in sel.requirements:
+                if r.operator == "In":
+                    label = (r.key, r.values)
+                    break
+            if label is not None:
+                break
+        buckets: list[tuple[str | None, str | None, str | None]] = []
+        for ns in ([None] if scope is None else sorted(scope)):
+            if label is None:
+                buckets.append((ns, None, None))
+            else:
+                buckets.extend((ns, label[0], v) for v in dict.fromkeys(label[1]))
+        for b in buckets:
+            self.matcher_scope.setdefault(b, set()).add(matcher)
+        self.matcher_buckets[matcher] = buckets
 
     # ------------------------------------------------------------ keeping current
 
@@ -525,8 +562,7 @@ class ClusterIndex:
             old, _ = self.matchers.popitem(last=False)
             self._unscope(old)
         self.matchers[matcher] = arr
-        for ns in ([None] if scope is None else list(scope)):
-            self.matcher_scope.setdefault(ns, set()).add(matcher)
+        self._scope(matcher, scope)
         return arr
 
     def domain_counts(self, matcher: PodMatcher, topo: Topology) -> np.ndarray:
@@ -547,8 +583,12 @@ class ClusterIndex:
 
     def _unscope(self, matcher: PodMatcher) -> None:
         self.matcher_domains.pop(matcher, None)
-        for members in self.matcher_scope.values():
-            members.discard(matcher)
+        for b in self.matcher_buckets.pop(matcher, ()):
+            members = self.matcher_scope.get(b)
+            if members is not None:
+                members.discard(matcher)
+                if not members:
+                    del self.matcher_scope[b]
 
     def existing_terms(self, category: str) -> Iterator[tuple[AffinityTerm, int, TermCounts]]:
         """(term, weight, pods carrying it) for the existing pods' terms of one category."""
