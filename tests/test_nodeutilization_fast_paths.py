@@ -8,7 +8,8 @@
   status change;
 - a destination without taints is tolerated by every pod (why the eviction loop skips the taint check then);
 - on random clusters both strategies evict the same pods in the same order as a run with the plain capacity
-  read and the plain key sort.
+  read, the plain key sort and every node's pods listed at sync as upstream lists them (the usage clients
+  list a node's pods when the eviction loop first reaches it).
 """
 
 from __future__ import annotations
@@ -189,6 +190,12 @@ def test_node_utilization_strategies_evict_what_the_plain_forms_evict(seed: int,
     plain_capacity = nu.capacity_matrix
     monkeypatch.setattr(nu, "capacity_matrix", lambda nodes, names, cluster=None: plain_capacity(nodes, names))
     monkeypatch.setattr(podutil, "sort_pods_based_on_priority_low_to_high", _plain_sort)
+
+    def list_at_sync(client: Any, nodes: list[Any]) -> None:
+        client._nodes = nodes
+        client._listed = {i: list(client.cluster.pods_on(n.name)) for i, n in enumerate(nodes)}
+
+    monkeypatch.setattr(nu._PodsWhenAsked, "_forget_pods", list_at_sync)
     assert got == _run(objs, plugin, args)
 
 
