@@ -344,3 +344,17 @@ def test_same_seed_same_events(tmp_path: Path) -> None:
         e.run()
         logs.append(log)
     assert logs[0] == logs[1] and len(logs[0]) > 500
+
+
+@pytest.mark.parametrize("seed", [0, 1, 42, 2**40 + 3])
+def test_generated_name_suffixes_are_random_choice_draws(seed: int) -> None:
+    """The server's generateName suffixes (drawn with getrandbits, without random.choice's per-call cost) are
+    the names random.choice makes from the same seed, draw after draw: simulated pod names do not change."""
+    import random
+
+    from kubesched.client.inprocess import GENERATED_NAME_LENGTH, NAME_ALPHABET
+
+    server = InProcessAPIServer(ClusterState(), seed=seed)
+    ref = random.Random(seed)
+    for _ in range(2000):
+        assert server.random_suffix() == "".join(ref.choice(NAME_ALPHABET) for _ in range(GENERATED_NAME_LENGTH))

@@ -361,3 +361,38 @@ def test_find_loops_placed_back_search_equals_a_scan(seed: int, monkeypatch: pyt
     with monkeypatch.context() as m:
         m.setattr(loops_module.bisect, "bisect_left", lambda a, x: 0)
         assert [f.to_json() for f in find_loops(evictions, bindings, {}, window)] == found
+
+
+def test_usage_randomness_is_splitmix64_and_box_muller_bit_for_bit() -> None:
+    """The usage models' random numbers (in-place NumPy passes) equal SplitMix64's published sequence and a
+    scalar Box-Muller over it, bit for bit: a faster form must not change a scenario's numbers."""
+    import math
+
+    import numpy as np
+
+    from kubesched.sim.usage import gaussian, splitmix64, uniform
+
+    mask = (1 << 64) - 1
+    gamma = 0x9E3779B97F4A7C15
+
+    def mix(x: int) -> int:
+        z = (x + gamma) & mask
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+        return z ^ (z >> 31)
+
+    # SplitMix64 seeded with 0: its first two outputs.
+    assert [int(v) for v in splitmix64(np.array([0, gamma], dtype=np.uint64))] == \
+        [0xE220A8397B1DCDAF, 0x6E789E6AA1B965F4]
+    keys = [0, 1, 12345, mask, 0xDEADBEEFCAFEF00D, 2**63]
+    arr = np.array(keys, dtype=np.uint64)
+
+    def u(k: int, salt: int) -> float:
+        return (float(mix(k ^ salt) >> 11) + 0.5) * (1.0 / 9007199254740992.0)
+
+    assert uniform(arr, 0x1002).tolist() == [u(k, 0x1002) for k in keys]
+    expect = [math.sqrt(-2.0 * math.log(u(k, 0x1003))) * math.cos(u(k, 0x1003 ^ 0x5DEECE66D) * (2.0 * math.pi))
+              for k in keys]
+    got = gaussian(arr, 0x1003).tolist()
+    # NumPy's log/cos may differ from the C library's in the last bit; the hashing and order must not.
+    assert got == pytest.approx(expect, rel=1e-15, abs=0)

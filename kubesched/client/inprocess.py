@@ -47,6 +47,8 @@ DEFAULT_TERMINATION_GRACE_PERIOD = 30
 # rand.String's alphabet (k8s.io/apimachinery/pkg/util/rand): no vowels, no confusable digits.
 NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 GENERATED_NAME_LENGTH = 5
+_ALPHABET_SIZE = len(NAME_ALPHABET)
+_ALPHABET_BITS = _ALPHABET_SIZE.bit_length()
 GENERATE_NAME_ATTEMPTS = 8
 
 
@@ -150,8 +152,16 @@ class InProcessAPIServer:
             raise ApiError(f"Pod is invalid: {e.render()}") from None
 
     def random_suffix(self) -> str:
-        choice = self.name_rng.choice
-        return "".join(choice(NAME_ALPHABET) for _ in range(GENERATED_NAME_LENGTH))
+        """generateName's suffix: GENERATED_NAME_LENGTH draws of `name_rng.choice(NAME_ALPHABET)`, made here the
+        way `random.Random.choice` makes them (rejection sampling over `getrandbits(n.bit_length())`) without
+        its per-call overhead: the same names, one per pod a controller creates."""
+        bits = self.name_rng.getrandbits
+        out: list[str] = []
+        while len(out) < GENERATED_NAME_LENGTH:
+            r = bits(_ALPHABET_BITS)
+            if r < _ALPHABET_SIZE:
+                out.append(NAME_ALPHABET[r])
+        return "".join(out)
 
     def delete_pod(self, pod: Pod, *, grace_period_seconds: int | None = None, cause: Cause) -> None:
         cur = self._current(pod)

@@ -31,12 +31,17 @@ CODES = {"constant": CONSTANT, "diurnal": DIURNAL, "randomWalk": RANDOM_WALK, "s
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_SHIFT_53 = np.uint64(11)  # the top 53 bits make the double
 
 
 def splitmix64(x: np.ndarray) -> np.ndarray:
-    """The SplitMix64 finaliser over uint64 arrays (wrapping arithmetic); in place on one new array."""
-    z = x + _GOLDEN
-    t = z >> np.uint64(30)
+    """The SplitMix64 finaliser over uint64 arrays (wrapping arithmetic), into a new array."""
+    return _splitmix64_inplace(x + _GOLDEN, np.empty(x.shape, dtype=np.uint64))
+
+
+def _splitmix64_inplace(z: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """SplitMix64's mixing of z (already offset by the golden gamma) in place; t is scratch of z's shape."""
+    np.right_shift(z, np.uint64(30), out=t)
     z ^= t
     z *= _M1
     np.right_shift(z, np.uint64(27), out=t)
@@ -47,10 +52,12 @@ def splitmix64(x: np.ndarray) -> np.ndarray:
     return z
 
 
-def uniform(keys: np.ndarray, salt: int) -> np.ndarray:
-    """A uniform number in (0, 1) per key, the same in every run."""
-    z = splitmix64(keys ^ np.uint64(salt & 0xFFFFFFFFFFFFFFFF))
-    z >>= np.uint64(11)
+def uniform(keys: np.ndarray, salt: int, scratch: np.ndarray | None = None) -> np.ndarray:
+    """A uniform number in (0, 1) per key, the same in every run (`scratch`: a uint64 buffer to reuse)."""
+    z = keys ^ np.uint64(salt & 0xFFFFFFFFFFFFFFFF)
+    z += _GOLDEN
+    _splitmix64_inplace(z, scratch if scratch is not None else np.empty(z.shape, dtype=np.uint64))
+    z >>= _SHIFT_53
     u = z.astype(np.float64)
     u += 0.5
     u *= 1.0 / 9007199254740992.0
@@ -59,8 +66,9 @@ def uniform(keys: np.ndarray, salt: int) -> np.ndarray:
 
 def gaussian(keys: np.ndarray, salt: int) -> np.ndarray:
     """A standard normal number per key (Box-Muller over two hashed uniforms)."""
-    u1 = uniform(keys, salt)
-    u2 = uniform(keys, salt ^ 0x5DEECE66D)
+    scratch = np.empty(keys.shape, dtype=np.uint64)
+    u1 = uniform(keys, salt, scratch)
+    u2 = uniform(keys, salt ^ 0x5DEECE66D, scratch)
     np.log(u1, out=u1)
     u1 *= -2.0
     np.sqrt(u1, out=u1)

@@ -378,10 +378,8 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         topologies = tuple(idx.topology(c.topology_key) for c in constraints)
         has_all = _has_all_keys(topologies, cluster.num_nodes)
         every_node_has_all = has_all is None
-        if has_all is None:
-            has_all = np.ones(cluster.num_nodes, dtype=bool)
         rows = np.asarray(rows, dtype=np.int64)
-        if require_all:
+        if require_all and has_all is not None:
             ignored = rows[~has_all[rows]]
             scored = rows[has_all[rows]]
         else:
@@ -402,7 +400,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             # Domains of the scored nodes: only their pods are counted.
             candidate = np.zeros(topo.size + 1, dtype=bool)
             candidate[ids[scored]] = True
-            weights.append(math.log(int(candidate.sum()) + 2))
+            weights.append(math.log(int(np.count_nonzero(candidate)) + 2))
             policy = self._eligible_rows(cluster, pod, c)
             cnt = np.zeros(topo.size + 1, dtype=np.int64)
             if m is None:
@@ -413,7 +411,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
                 np.copyto(cnt[:-1], idx.domain_counts(m, topo), where=candidate[:-1])
             else:
                 elig = candidate[ids]
-                if require_all:
+                if require_all and has_all is not None:
                     elig &= has_all
                 if policy is not None:
                     elig &= policy
@@ -422,7 +420,8 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
                     cnt = np.bincount(sel, weights=idx.counts(m)[elig], minlength=topo.size + 1).round().astype(np.int64)
             domain_counts.append(cnt)
         state.write(PRE_SCORE_KEY, PreScoreState(constraints, topologies, domain_counts, domain_ids, weights,
-                                                 frozenset(int(r) for r in ignored), matchers))
+                                                 frozenset(ignored.tolist()) if len(ignored) else frozenset(),
+                                                 matchers))
         return SUCCESS
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status]:
@@ -453,14 +452,15 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         idx = index_for(cluster)
         total = np.zeros(len(rows), dtype=np.float64)
         for i, c in enumerate(s.constraints):
-            has = s.topologies[i].codes[rows] >= 0
+            topo = s.topologies[i]
             dc = s.domain_counts[i]
             if dc is None:
                 cnt = self._row_counts(idx, s.matchers[i])[rows]
             else:
                 cnt = dc[s.domain_ids[i][rows]]
-            # Same float operations in the same order as the per-node form.
-            total = np.where(has, total + (cnt.astype(np.float64) * s.weights[i] + float(c.max_skew - 1)), total)
+            # Same float operations in the same order as the per-node form (nodes without the key add nothing).
+            term = cnt.astype(np.float64) * s.weights[i] + float(c.max_skew - 1)
+            total = total + term if topo.complete else np.where(topo.codes[rows] >= 0, total + term, total)
         out = go_round_array(total).astype(np.int64)
         if s.ignored_rows:
             out[np.isin(rows, np.fromiter(s.ignored_rows, dtype=np.int64))] = 0
