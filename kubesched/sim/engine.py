@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from kubesched.api.snapshot import Snapshot, gc_frozen, load_snapshot, parse_objects
+from kubesched.api.snapshot import FrozenHeap, Snapshot, gc_frozen, load_snapshot, parse_objects
 from kubesched.client.simulated import SimulatedAPIServer
 from kubesched.cluster.events import EventType
 from kubesched.cluster.state import ClusterState
@@ -65,6 +65,8 @@ from kubesched.sim.trace_pods import TracePods
 
 # Pods left unschedulable this long are retried without any event (upstream's periodic flush).
 MAX_IN_UNSCHEDULABLE = 300.0
+# Net new GC-tracked objects after which the run collects reference cycles (see gc_frozen).
+GC_COLLECT_AFTER = 2_000_000
 # Scheduling objects of the scheduler-plugins (gangs, quotas, NUMA topology) the cluster starts with.
 SCHEDULING_KINDS = ("PodGroup", "ElasticQuota", "NodeResourceTopology")
 
@@ -317,10 +319,10 @@ class Engine:
         if s.kubelet.housekeeping_interval > 0:
             self.push(0.0, ORDER_KUBELET, self.kubelets.tick)
         self.push(0.0, ORDER_RECORD, self._record)
-        # The objects built so far live through the run; a run makes and drops many small objects, so young
-        # collections are spaced out (a few MB, cheap to scan).
-        with gc_frozen(young_threshold=50_000):
-            self._loop()
+        # The objects built so far live through the run; the run replaces its objects all the time and makes
+        # almost no reference cycles, so the heap is collected only once it has grown by 2 M objects.
+        with gc_frozen(collect_after=GC_COLLECT_AFTER) as heap:
+            self._loop(heap)
         self.rec.node_names = list(self.usage.node_names)
         cycles = self.descheduler.cycles if self.descheduler is not None else 0
         return RunResult(s.name, self.variant.name, self.rec, list(self.usage.node_names),
@@ -328,7 +330,7 @@ class Engine:
                          self.notes, self.gangs.result(self.t),
                          self.gpu_recorder.finish() if self.gpu_recorder is not None else None)
 
-    def _loop(self) -> None:
+    def _loop(self, heap: FrozenHeap) -> None:
         s = self.s
         dirty = False
         while self._heap:
@@ -336,6 +338,7 @@ class Engine:
             if dirty and t_next > self.t:
                 self._schedule()
                 dirty = False
+                heap.maybe_collect()
                 continue
             if t_next > s.duration:
                 break

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from kubesched.api.snapshot import gc_paused
 from kubesched.cluster.events import Cause, Event, EventType
 from kubesched.sim.context import Sim
 from kubesched.sim.loops import Binding, Eviction, LoopFinding, find_loops
@@ -138,7 +139,9 @@ class Recorder:
     # ------------------------------------------------------------ summary
 
     def loops(self, window: float) -> list[LoopFinding]:
-        return find_loops(self.evictions, self.bindings, self.replaces, window)
+        # Indexes over every eviction and binding of the run, acyclic: no collections while they are built.
+        with gc_paused():
+            return find_loops(self.evictions, self.bindings, self.replaces, window)
 
     def summary(self, loops: list[LoopFinding]) -> dict[str, Any]:
         s = self.series()
