@@ -155,6 +155,34 @@ def test_a_node_without_taints_is_tolerated_by_every_pod() -> None:
     assert not nodeutil.pod_tolerates_taints(parse_pod(pod_doc(99, random.Random(0), "n0")), {})
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_destinations_budget_equals_the_per_node_sum(seed: int) -> None:
+    """destinations_of sums (capped capacity - usage) over the destination rows at once: equal to
+    assessAvailableResourceInNodes over per-node infos, with the first node of each distinct taint set."""
+    rng = random.Random(seed)
+    cluster = cluster_of(objects(seed))
+    nodes = [i.node for i in cluster.node_infos]
+    names = nu.unique_resource_names(["cpu", "memory", "pods", "example.com/gpu"])
+    client = nu.RequestedUsageClient(cluster, names)
+    client.sync(nodes)
+    usage = client.node_usage()
+    cap, has = nu.capacity_matrix(nodes, names, cluster)
+    pct = nu.usage_percentages(usage, cap, has)
+    caps = nu.capped_capacity(cap, has, names, {"cpu": rng.randrange(10, 90), "memory": 70})
+    idx = np.array(sorted(rng.sample(range(len(nodes)), rng.randrange(1, len(nodes) + 1))), dtype=np.int64)
+    got = nu.destinations_of(nodes, idx, usage, names, caps)
+    infos = nu.build_infos(nodes, idx, usage, names, pct, caps, client)
+    want: dict[str, int] = {n: 0 for n in names}
+    for d in infos:
+        for n in names:
+            want[n] += d.available[n] - d.usage[n]
+    assert got.available == want and got.count == len(infos)
+    first: dict[tuple[Any, ...], str] = {}
+    for d in infos:
+        first.setdefault(d.node.taints, d.node.name)
+    assert got.taints == {name: taints for taints, name in first.items()}
+
+
 def _plain_sort(pods: list[Pod]) -> list[Pod]:
     pods.sort(key=podutil.priority_qos_key)
     return pods

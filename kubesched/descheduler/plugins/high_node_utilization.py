@@ -98,7 +98,7 @@ class HighNodeUtilization(BalancePlugin):
             return Status()
         low_nodes = nu.sort_nodes_by_usage(nu.build_infos(nodes, low_idx, usage, names, pct, caps, client),
                                            ascending=True)
-        dest_nodes = nu.build_infos(nodes, dest_idx, usage, names, pct, caps, client)
+        dest_nodes = nu.destinations_of(nodes, dest_idx, usage, names, caps)
 
         def continue_eviction(_info: nu.NodeUsageInfo, available: dict[str, nu.Number]) -> bool:
             return nu.budget_left(available)
@@ -107,7 +107,7 @@ class HighNodeUtilization(BalancePlugin):
             parts = [f"{r} {info.percent[r]:.1f}% <= {self.thresholds[r]:g}%" for r in self.thresholds
                      if r in info.percent and info.percent[r] == info.percent[r]]
             return (f"node {info.node.name} is underutilized ({', '.join(parts)}); packing its pods onto "
-                    f"{len(dest_nodes)} other node(s)")
+                    f"{dest_nodes.count} other node(s)")
 
         nu.evict_pods_from_source_nodes(handle, self.name, self.excluded_namespaces, low_nodes, dest_nodes,
                                         self._pod_filter, names, continue_eviction, client, None, reason,

@@ -133,7 +133,7 @@ class LowNodeUtilization(BalancePlugin):
         if len(low_idx) == 0 or len(low_idx) <= self.number_of_nodes or len(low_idx) == len(nodes) \
                 or len(high_idx) == 0:
             return Status()
-        low_nodes = nu.build_infos(nodes, low_idx, usage, names, pct, caps, client)
+        low_nodes = nu.destinations_of(nodes, low_idx, usage, names, caps)
         high_nodes = nu.sort_nodes_by_usage(nu.build_infos(nodes, high_idx, usage, names, pct, caps, client),
                                             ascending=False)
 
@@ -144,7 +144,7 @@ class LowNodeUtilization(BalancePlugin):
             over_parts = [f"{r} {info.percent[r]:.1f}% > {high[r]:g}%" for r in high
                           if r in info.percent and info.percent[r] == info.percent[r] and info.percent[r] > high[r]]
             return (f"node {info.node.name} is overutilized ({', '.join(over_parts)}); "
-                    f"{len(low_nodes)} underutilized node(s) have room")
+                    f"{low_nodes.count} underutilized node(s) have room")
 
         nu.evict_pods_from_source_nodes(handle, self.name, self.excluded_namespaces, high_nodes, low_nodes,
                                         handle.evictor.filter, names, continue_eviction, client, self.node_limit, reason,

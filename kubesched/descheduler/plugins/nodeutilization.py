@@ -509,13 +509,32 @@ def sort_nodes_by_usage(nodes: list[NodeUsageInfo], ascending: bool) -> list[Nod
     return sorted(nodes, key=usage_sum, reverse=not ascending)
 
 
-def assess_available(destinations: list[NodeUsageInfo], names: list[str]) -> dict[str, Number]:
-    """assessAvailableResourceInNodes: the sum over destinations of (capped capacity - usage)."""
-    out: dict[str, Number] = {n: 0 for n in names}
-    for d in destinations:
-        for n in names:
-            out[n] += d.available[n] - d.usage[n]
-    return out
+@dataclass(frozen=True, slots=True)
+class Destinations:
+    """What the eviction loop reads of the destination nodes: how many, their budget summed
+    (assessAvailableResourceInNodes), and the distinct taint sets among them (the first node of each)."""
+
+    count: int
+    available: dict[str, Number]
+    taints: dict[str, tuple[Taint, ...]]
+
+
+def destinations_of(nodes: list[Node], indices: np.ndarray, usage: np.ndarray, names: list[str],
+                    caps: np.ndarray) -> Destinations:
+    """assessAvailableResourceInNodes over the rows of `indices`: the sum of (capped capacity - usage) per
+    resource, in Python integers (exact, as the per-node dictionaries summed it), without a per-node object."""
+    idx = np.asarray(indices, dtype=np.int64)
+    available: dict[str, Number] = {}
+    for j, name in enumerate(names):
+        available[name] = sum(caps[idx, j].tolist()) - sum(usage[idx, j].tolist())
+    taints: dict[str, tuple[Taint, ...]] = {}
+    seen: set[tuple[Taint, ...]] = set()
+    for i in idx.tolist():
+        t = nodes[i].taints
+        if t not in seen:
+            seen.add(t)
+            taints[nodes[i].name] = t
+    return Destinations(len(idx), available, taints)
 
 
 def is_node_above_target_utilization(info: NodeUsageInfo) -> bool:
@@ -526,7 +545,7 @@ ContinueCondition = Callable[[NodeUsageInfo, dict[str, Number]], bool]
 
 
 def evict_pods_from_source_nodes(handle: Handle, plugin: str, excluded_namespaces: Iterable[str],
-                                 sources: list[NodeUsageInfo], destinations: list[NodeUsageInfo],
+                                 sources: list[NodeUsageInfo], destinations: Destinations,
                                  pod_filter: Callable[[Pod], bool], names: list[str],
                                  continue_eviction: ContinueCondition, usage_client: UsageClient,
                                  node_limit: int | None, reason: Callable[[NodeUsageInfo], str],
@@ -539,15 +558,10 @@ def evict_pods_from_source_nodes(handle: Handle, plugin: str, excluded_namespace
     `continue_eviction` fails for every later source node and upstream's loop merely lists, filters and sorts
     their pods: here the loop stops instead (the same evictions, in the same order).
     """
-    available = assess_available(destinations, names)
+    available = dict(destinations.available)
     # PodToleratesTaints only asks whether some destination's taints are all tolerated: destinations with
     # the same taints answer alike, so each distinct taint set is asked once.
-    destination_taints: dict[str, tuple[Taint, ...]] = {}
-    seen: set[tuple[Taint, ...]] = set()
-    for d in destinations:
-        if d.node.taints not in seen:
-            seen.add(d.node.taints)
-            destination_taints[d.node.name] = d.node.taints
+    destination_taints = destinations.taints
     # A destination without taints is tolerated by every pod: then no pod needs asking (with no destination at
     # all, none is tolerated).
     tolerated: dict[str, tuple[Taint, ...]] | None = \
