@@ -359,7 +359,7 @@ def test_find_loops_placed_back_search_equals_a_scan(seed: int, monkeypatch: pyt
     rnd.shuffle(shuffled)
     assert {f.workload: f.placed_back for f in find_loops(evictions, shuffled, {}, window)} == expect
     with monkeypatch.context() as m:
-        m.setattr(loops_module.bisect, "bisect_left", lambda a, x: 0)
+        m.setattr(loops_module.bisect, "bisect_left", lambda a, x, **kw: 0)
         assert [f.to_json() for f in find_loops(evictions, bindings, {}, window)] == found
 
 

@@ -58,6 +58,10 @@ class LoopFinding:
                 "chain": self.chain}
 
 
+def _time(b: Binding) -> float:
+    return b.t
+
+
 def find_loops(evictions: Sequence[Eviction], bindings: Sequence[Binding], replaces: dict[str, str],
                window: float) -> list[LoopFinding]:
     """Loops per workload, most looping evictions first."""
@@ -69,10 +73,9 @@ def find_loops(evictions: Sequence[Eviction], bindings: Sequence[Binding], repla
     for b in bindings:
         binds_of.setdefault(b.pod, []).append(b)
         binds_by_workload_node.setdefault((b.workload, b.node), []).append(b)
-    # Each list's binding times, to start the scan at the eviction's time (lists are recorded in time order;
-    # one that is not is scanned from its start).
-    times_by_workload_node = {k: [b.t for b in bs] for k, bs in binds_by_workload_node.items()}
-    in_order = {k for k, ts in times_by_workload_node.items() if all(a <= b for a, b in itertools.pairwise(ts))}
+    # The scan starts at the eviction's time (lists are recorded in time order; one that is not is scanned
+    # from its start).
+    in_order = {k for k, bs in binds_by_workload_node.items() if all(a.t <= b.t for a, b in itertools.pairwise(bs))}
     evictions = [e for e in evictions if not e.terminal]
     evicted: dict[str, Eviction] = {}
     for e in evictions:
@@ -95,7 +98,7 @@ def find_loops(evictions: Sequence[Eviction], bindings: Sequence[Binding], repla
             key = (e.workload, e.node)
             same = binds_by_workload_node.get(key, [])
             ordered = key in in_order
-            start = bisect.bisect_left(times_by_workload_node[key], e.t) if ordered else 0
+            start = bisect.bisect_left(same, e.t, key=_time) if ordered else 0
             for j in range(start, len(same)):
                 b = same[j]
                 if ordered and b.t > e.t + window:
