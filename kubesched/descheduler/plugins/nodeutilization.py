@@ -481,18 +481,17 @@ class NodeUsageInfo:
     __slots__ = ("node", "usage", "available", "percent", "_pods", "_list")
 
     def __init__(self, node: Node, usage: dict[str, Number], available: dict[str, Number],
-                 pods: list[Pod] | Callable[[], list[Pod]], percent: dict[str, float] | None = None) -> None:
+                 pods: Callable[[], list[Pod]], percent: dict[str, float]) -> None:
         self.node = node
         self.usage = usage
         self.available = available
-        self.percent = percent if percent is not None else {}
-        self._pods: list[Pod] | None = pods if isinstance(pods, list) else None
-        self._list = None if isinstance(pods, list) else pods
+        self.percent = percent
+        self._pods: list[Pod] | None = None
+        self._list = pods
 
     @property
     def pods(self) -> list[Pod]:
         if self._pods is None:
-            assert self._list is not None
             self._pods = self._list()
         return self._pods
 
@@ -669,9 +668,8 @@ def make_usage_client(plugin: str, handle: Handle, metrics_utilization: MetricsU
     raise UsageError("metrics source is empty")
 
 
-def build_infos(nodes: list[Node], indices: Iterable[int], usage: np.ndarray, names: list[str], pct: np.ndarray,
+def build_infos(nodes: list[Node], idx: np.ndarray, usage: np.ndarray, names: list[str], pct: np.ndarray,
                 caps: np.ndarray, client: UsageClient) -> list[NodeUsageInfo]:
-    idx = np.asarray(list(indices) if not isinstance(indices, np.ndarray) else indices, dtype=np.int64)
     # Whole rows to Python numbers at once (the same ints and floats as element by element).
     rows_usage = usage[idx].tolist()
     rows_caps = caps[idx].tolist()

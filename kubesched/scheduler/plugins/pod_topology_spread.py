@@ -376,8 +376,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         # label still get hostname spreading under the system defaults.
         require_all = bool(pod.topology_spread_constraints) or not self.system_defaulted
         topologies = tuple(idx.topology(c.topology_key) for c in constraints)
-        has_all = _has_all_keys(topologies, cluster.num_nodes)
-        every_node_has_all = has_all is None
+        has_all = _has_all_keys(topologies, cluster.num_nodes)  # None: every node has every key
         rows = np.asarray(rows, dtype=np.int64)
         if require_all and has_all is not None:
             ignored = rows[~has_all[rows]]
@@ -404,8 +403,8 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             policy = self._eligible_rows(cluster, pod, c)
             cnt = np.zeros(topo.size + 1, dtype=np.int64)
             if m is None:
-                pass
-            elif topo.complete and policy is None and (every_node_has_all or not require_all):
+                pass  # a selector that matches nothing: no pods counted
+            elif topo.complete and policy is None and (has_all is None or not require_all):
                 # Every node of a candidate domain is eligible: the index's per-domain totals, kept by events
                 # (the per-row sum below, without a pass over every node).
                 np.copyto(cnt[:-1], idx.domain_counts(m, topo), where=candidate[:-1])
