@@ -75,6 +75,30 @@ def test_vectorised_and_per_node_forms_agree(seed: int, strategy: str) -> None:
             vec = pl.score_nodes(state, pod, sched.cluster, rows)
             one = [pl.score(state, pod, sched.cluster.node_infos[r])[0] for r in rows]
             assert vec.tolist() == one, (name, pod.key)
+            # The promise that lets the framework skip its range check for these plugins.
+            assert pl.scores_in_range and all(0 <= v <= 100 for v in one), (name, pod.key)
+
+
+def test_a_score_out_of_range_is_an_error_for_plugins_that_do_not_promise_the_range() -> None:
+    sched, rnd = _scheduler(0)
+    fwk = sched.frameworks["default-scheduler"]
+    rows = sched.cluster.node_order()
+    pod = parse_pod(_pod("p", rnd))
+    pl: Any = fwk.plugins["NodeResourcesBalancedAllocation"]
+    state = CycleState()
+    assert fwk.run_pre_score(state, pod, rows).is_success
+    good, st = fwk.run_score(state, pod, rows, detail=False)
+    assert st.is_success
+    detailed, st = fwk.run_score(state, pod, rows, detail=True)
+    assert st.is_success and detailed.total is not None and good.total is not None
+    assert detailed.total.tolist() == good.total.tolist() == sum(detailed.weighted.values()).tolist()
+    pl.scores_in_range = False  # as an out-of-tree plugin would be
+    pl.score_nodes = lambda *a: np.full(len(rows), 101, dtype=np.int64)
+    for detail in (False, True):
+        _, st = fwk.run_score(state, pod, rows, detail=detail)
+        assert st.code.name == "ERROR" and st.plugin == "NodeResourcesBalancedAllocation"
+        assert st.message == ("plugin 'NodeResourcesBalancedAllocation' returns an invalid score 101, it should in "
+                              "the range of [0, 100] after normalizing")
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -188,3 +212,14 @@ def test_scheduler_perf_bench_runs_and_places_every_pod(capsys: pytest.CaptureFi
                  "SchedulingDaemonSet"):
         assert name in out
     assert "FAILED" not in out and "peak memory:" in out
+
+
+def test_rounding_of_non_negative_values_is_gos_math_round() -> None:
+    from kubesched.scheduler.plugins.gomath import go_round, go_round_array, go_round_nonnegative
+
+    rng = np.random.default_rng(3)
+    # Halves, values just beside them, zero, large values and PodTopologySpread-like sums.
+    x = np.concatenate([np.arange(0, 50, 0.5), np.nextafter(np.arange(0.5, 50, 1.0), 0), [0.0, 2.0**52 + 1],
+                        rng.integers(0, 500, 200) * np.log(rng.integers(1, 5000, 200) + 2.0) + 4.0])
+    got = go_round_nonnegative(x)
+    assert got.tolist() == go_round_array(x).tolist() == [float(go_round(float(v))) for v in x]

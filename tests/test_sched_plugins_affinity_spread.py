@@ -103,6 +103,14 @@ def run_score(pl: Any, cluster: ClusterState, p: Pod, names: list[str] | None = 
     assert vec is not None and list(vec) == per_node
     scores = np.array(per_node, dtype=np.int64)
     pl.normalize_score(state, p, scores, rows)
+    if isinstance(pl, PodTopologySpread):
+        # Upstream's NormalizeScore, node by node: ignored nodes 0, the others reversed over [min, max].
+        ps = state.read("PreScorePodTopologySpread")
+        kept = [s for r, s in zip(rows, per_node, strict=True) if int(r) not in ps.ignored_rows]
+        lo, hi = (min(kept), max(max(kept), 0)) if kept else (0, 0)
+        want = [0 if int(r) in ps.ignored_rows else (100 if hi == 0 else 100 * (hi + lo - s) // hi)
+                for r, s in zip(rows, per_node, strict=True)]
+        assert scores.tolist() == want
     return {infos[r].name: int(s) for r, s in zip(rows, scores, strict=True)}
 
 

@@ -370,7 +370,7 @@ def test_usage_randomness_is_splitmix64_and_box_muller_bit_for_bit() -> None:
 
     import numpy as np
 
-    from kubesched.sim.usage import gaussian, splitmix64, uniform
+    from kubesched.sim.usage import gaussian, splitmix64, uniform, uniform_one
 
     mask = (1 << 64) - 1
     gamma = 0x9E3779B97F4A7C15
@@ -391,6 +391,9 @@ def test_usage_randomness_is_splitmix64_and_box_muller_bit_for_bit() -> None:
         return (float(mix(k ^ salt) >> 11) + 0.5) * (1.0 / 9007199254740992.0)
 
     assert uniform(arr, 0x1002).tolist() == [u(k, 0x1002) for k in keys]
+    # The scalar form a new identity draws its spread with: the same bits, salts wider than 64 bits masked.
+    for salt in (0xA5A5, 0x5A5A, 0x1002, 2**64 + 7):
+        assert [uniform_one(k, salt) for k in keys] == uniform(arr, salt).tolist()
     expect = [math.sqrt(-2.0 * math.log(u(k, 0x1003))) * math.cos(u(k, 0x1003 ^ 0x5DEECE66D) * (2.0 * math.pi))
               for k in keys]
     got = gaussian(arr, 0x1003).tolist()

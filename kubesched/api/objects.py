@@ -724,6 +724,12 @@ class Pod:
                        nominated_node_name=str(status.get("nominatedNodeName") or ""),
                        document={**self.raw, "status": status}, cache=cache)
 
+    def copy_as(self, meta: ObjectMeta, document: dict[str, Any], cache: dict[Any, Any]) -> Pod:
+        """Another pod of this pod's spec (a copy of an admitted template): its own identity and document,
+        pending and unbound."""
+        return _evolve(self, meta=meta, document=document, node_name="", phase="Pending", nominated_node_name="",
+                       cache=cache, key=f"{meta.namespace}/{meta.name}")
+
     def with_annotations(self, changes: Mapping[str, str | None]) -> Pod:
         """The pod with metadata.annotations changed (a value of None removes the key); memo keys derived
         from annotations (those starting with "ann:") are dropped."""
@@ -747,7 +753,7 @@ class Pod:
         meta = dict(self.raw.get("metadata") or {})
         meta["deletionTimestamp"] = at.strftime("%Y-%m-%dT%H:%M:%SZ")
         meta["deletionGracePeriodSeconds"] = grace_period_seconds
-        return _evolve(self, meta=replace(self.meta, deletion_timestamp=at),
+        return _evolve(self, meta=_evolve(self.meta, deletion_timestamp=at),
                        document={**self.raw, "metadata": meta})
 
 

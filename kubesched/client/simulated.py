@@ -14,7 +14,6 @@ simulation from parsing 150,000 manifests.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import functools
 from collections.abc import Callable, Hashable
 from datetime import UTC, datetime
@@ -110,5 +109,4 @@ class SimulatedAPIServer(InProcessAPIServer):
                               owner_references=list(m.owner_references),
                               creation_timestamp=datetime.fromtimestamp(now, UTC), deletion_timestamp=None)
         cache = {k: proto.cache[k] for k in SPEC_CACHE_KEYS if k in proto.cache}
-        return dataclasses.replace(proto, meta=pod_meta, document=raw, node_name="", phase="Pending",
-                                   nominated_node_name="", cache=cache)
+        return proto.copy_as(pod_meta, raw, cache)

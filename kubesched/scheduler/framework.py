@@ -354,6 +354,11 @@ class PreScorePlugin(Plugin):
 
 
 class ScorePlugin(Plugin):
+    # True when the plugin's scores (after its NormalizeScore) lie in [MinNodeScore, MaxNodeScore] by
+    # construction, so the framework's range check cannot fail for it and is not run (it is a reduction
+    # over every scored node, per plugin and pod). Plugins that do not promise it are checked.
+    scores_in_range: bool = False
+
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status]:
         raise NotImplementedError
 

@@ -358,7 +358,7 @@ class Framework:
                   detail: bool = True) -> tuple[ScoreBreakdown, Status]:
         """Score, NormalizeScore and weights over `rows`. Without `detail` only the total is kept."""
         out = ScoreBreakdown(rows)
-        total = np.zeros(len(rows), dtype=np.int64)
+        total: np.ndarray | None = None
         infos = self.cluster.node_infos
         skipped = state.skip_score_plugins
         for pl in self.score:
@@ -382,7 +382,8 @@ class Framework:
                 if st2 is not None and not st2.is_success:
                     return out, st2.with_plugin(name)
             # One reduction checks both bounds: negative int64 values are huge as uint64.
-            if len(scores) and int(scores.view(np.uint64).max()) > MAX_NODE_SCORE:
+            if (not pl.scores_in_range and len(scores)
+                    and int(scores.view(np.uint64).max()) > MAX_NODE_SCORE):
                 bad = int(np.flatnonzero((scores > MAX_NODE_SCORE) | (scores < MIN_NODE_SCORE))[0])
                 return out, Status(Code.ERROR, [f"plugin {name!r} returns an invalid score {int(scores[bad])}, "
                                                 f"it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] "
@@ -392,11 +393,16 @@ class Framework:
                 out.normalized[name] = scores
                 weighted = scores * weight
                 out.weighted[name] = weighted
-                total += weighted
+                total = weighted.copy() if total is None else total + weighted
+            elif total is None:
+                # The first weighted scores start the sum (a new array: `scores` may be a plugin's own).
+                total = scores * weight if weight != 1 else scores.copy()
             elif weight == 1:
                 total += scores
             else:
                 total += scores * weight
+        if total is None:
+            total = np.zeros(len(rows), dtype=np.int64)
         out.total = total
         return out, Status()
 

@@ -64,6 +64,19 @@ def uniform(keys: np.ndarray, salt: int, scratch: np.ndarray | None = None) -> n
     return u
 
 
+_MASK64 = 0xFFFFFFFFFFFFFFFF
+
+
+def uniform_one(key: int, salt: int) -> float:
+    """`uniform` of one key in Python integers (the same bits: the 53-bit integer, + 0.5 and the scaling are
+    exact in float64); a pod's identity draws it once, where the array form's set-up costs more."""
+    z = ((key ^ (salt & _MASK64)) + 0x9E3779B97F4A7C15) & _MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    z ^= z >> 31
+    return (float(z >> 11) + 0.5) * (1.0 / 9007199254740992.0)
+
+
 def gaussian(keys: np.ndarray, salt: int) -> np.ndarray:
     """A standard normal number per key (Box-Muller over two hashed uniforms)."""
     scratch = np.empty(keys.shape, dtype=np.uint64)
@@ -218,7 +231,7 @@ class UsageTable:
         r.noise[i] = spec.noise
         salt = 0xA5A5 if resource == "cpu" else 0x5A5A
         if spec.spread > 0:
-            u = uniform(self.keys[i:i + 1], salt)[0]
+            u = uniform_one(int(self.keys[i]), salt)
             r.factor[i] = 1.0 - spec.spread + 2.0 * spec.spread * u
         else:
             r.factor[i] = 1.0

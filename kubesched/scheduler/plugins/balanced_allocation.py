@@ -35,6 +35,9 @@ class NodeResourcesBalancedAllocationArgs(PluginArgs):
 
 
 class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
+    # Fractions are clipped to [0, 1] (requests are >= 0: admission refuses negative ones), so their
+    # standard deviation is at most 0.5 and the score in [50, 100].
+    scores_in_range = True
     name = "NodeResourcesBalancedAllocation"
     Args = NodeResourcesBalancedAllocationArgs
     args: NodeResourcesBalancedAllocationArgs

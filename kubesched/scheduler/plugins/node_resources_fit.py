@@ -131,6 +131,9 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         self.ignored_groups = set(args.ignored_resource_groups)
         strategy = args.scoring_strategy
         self.strategy = strategy.type
+        # Least/MostAllocated give a weighted mean of per-resource shares in [0, 100] (requests are >= 0:
+        # admission refuses negative ones); RequestedToCapacityRatio is checked by the framework.
+        self.scores_in_range = self.strategy in (LEAST_ALLOCATED, MOST_ALLOCATED)
         self._row_cache = ra.RowCache()
         self._checks_memo: dict[int, tuple[Any, Any, list[tuple[int, int]], Any]] = {}
         self.resources = [r.name for r in strategy.resources]

@@ -49,7 +49,7 @@ from kubesched.scheduler.framework import (
     error,
     skip,
 )
-from kubesched.scheduler.plugins.gomath import go_round, go_round_array
+from kubesched.scheduler.plugins.gomath import go_round, go_round_nonnegative
 from kubesched.scheduler.plugins.topology_index import (
     HOSTNAME_LABEL,
     ZONE_LABEL,
@@ -184,6 +184,8 @@ class PodTopologySpreadArgs(PluginArgs):
 
 
 class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, PreFilterExtensions):
+    # Raw scores are >= 0; NormalizeScore maps [min, max] onto [0, 100] and ignored nodes to 0.
+    scores_in_range = True
     name = "PodTopologySpread"
     Args = PodTopologySpreadArgs
     args: PodTopologySpreadArgs
@@ -195,6 +197,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         self.default_constraints = SYSTEM_DEFAULT_CONSTRAINTS if self.system_defaulted else args.default_constraints
         self._node_masks = ShapeCache()
         self._default_memo: dict[Any, tuple[Constraint, ...]] = {}
+        self._matchers: dict[tuple[str, int], tuple[Constraint, PodMatcher]] = {}
 
     def events_to_register(self) -> list[ClusterEvent]:
         return [ClusterEvent("Pod", ("add", "update", "delete")), ClusterEvent("Node", ("add", "update", "delete"))]
@@ -258,13 +261,22 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             e.every = bool(e.value.all())
         return None if e.every else e.value  # type: ignore[no-any-return]
 
-    @staticmethod
-    def _matcher(pod: Pod, c: Constraint) -> PodMatcher | None:
+    def _matcher(self, pod: Pod, c: Constraint) -> PodMatcher | None:
         """countPodsMatchSelector's pods: same namespace, selector matches, not terminating; an empty
         selector counts nothing."""
         if c.selector.empty or c.selector.nothing:
             return None
-        return PodMatcher(((frozenset((pod.namespace,)), c.selector),), skip_terminating=True)
+        # One matcher per namespace and constraint object (the pods of a workload share their constraints):
+        # building one hashes its selector, and the index finds the same object again by identity.
+        key = (pod.namespace, id(c))
+        hit = self._matchers.get(key)
+        if hit is not None and hit[0] is c:
+            return hit[1]
+        m = PodMatcher(((frozenset((pod.namespace,)), c.selector),), skip_terminating=True)
+        if len(self._matchers) > 4096:
+            self._matchers.clear()
+        self._matchers[key] = (c, m)
+        return m
 
     @staticmethod
     def _row_counts(idx: ClusterIndex, matcher: PodMatcher | None) -> np.ndarray:
@@ -449,18 +461,27 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             return None
         rows = np.asarray(rows, dtype=np.int64)
         idx = index_for(cluster)
-        total = np.zeros(len(rows), dtype=np.float64)
+        total: np.ndarray | None = None
         for i, c in enumerate(s.constraints):
             topo = s.topologies[i]
             dc = s.domain_counts[i]
+            skew = float(c.max_skew - 1)
             if dc is None:
-                cnt = self._row_counts(idx, s.matchers[i])[rows]
+                term = self._row_counts(idx, s.matchers[i])[rows].astype(np.float64) * s.weights[i] + skew
             else:
-                cnt = dc[s.domain_ids[i][rows]]
-            # Same float operations in the same order as the per-node form (nodes without the key add nothing).
-            term = cnt.astype(np.float64) * s.weights[i] + float(c.max_skew - 1)
-            total = total + term if topo.complete else np.where(topo.codes[rows] >= 0, total + term, total)
-        out = go_round_array(total).astype(np.int64)
+                # The term of each domain once, then gathered per row: the same float operations on the same
+                # numbers as per row.
+                term = (dc.astype(np.float64) * s.weights[i] + skew)[s.domain_ids[i][rows]]
+            # Same float operations in the same order as the per-node form (nodes without the key add
+            # nothing); the first term is the sum so far (0.0 + x is x: no term is -0.0).
+            if total is None:
+                total = term if topo.complete else np.where(topo.codes[rows] >= 0, term, 0.0)
+            else:
+                total = total + term if topo.complete else np.where(topo.codes[rows] >= 0, total + term, total)
+        if total is None:
+            total = np.zeros(len(rows), dtype=np.float64)
+        # Counts, log weights and maxSkew - 1 are all >= 0.
+        out = go_round_nonnegative(total).astype(np.int64)
         if s.ignored_rows:
             out[np.isin(rows, np.fromiter(s.ignored_rows, dtype=np.int64))] = 0
         return out
@@ -471,23 +492,26 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             return error(f'reading "{PRE_SCORE_KEY}" from cycleState: not found')
         if not len(scores):
             return SUCCESS
+        ignored: np.ndarray | None = None
+        kept = scores
         if s.ignored_rows:
             ignored = np.isin(np.asarray(rows, dtype=np.int64), np.fromiter(s.ignored_rows, dtype=np.int64))
-        else:
-            ignored = np.zeros(len(scores), dtype=bool)
-        kept = scores[~ignored]
-        if not len(kept):
-            scores[:] = 0
-            return SUCCESS
+            kept = scores[~ignored]
+            if not len(kept):
+                scores[:] = 0
+                return SUCCESS
         min_score = int(kept.min())
         max_score = max(int(kept.max()), 0)
         if max_score == 0:
-            out = np.full(len(scores), MAX_NODE_SCORE, dtype=np.int64)
+            scores[:] = MAX_NODE_SCORE
         else:
-            # Non-negative operands: Go's truncating division equals floor division here.
-            out = MAX_NODE_SCORE * (max_score + min_score - scores.astype(np.int64)) // max_score
-        out[ignored] = 0
-        scores[:] = out
+            # Non-negative operands: Go's truncating division equals floor division here (in place: the
+            # scores are the framework's int64 array).
+            np.subtract(max_score + min_score, scores, out=scores)
+            scores *= MAX_NODE_SCORE
+            scores //= max_score
+        if ignored is not None:
+            scores[ignored] = 0
         return SUCCESS
 
 

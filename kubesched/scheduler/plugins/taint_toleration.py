@@ -44,6 +44,8 @@ def count_intolerable_prefer_no_schedule(taints: tuple[Taint, ...], tolerations:
 
 
 class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
+    # Counts are >= 0 and the reversed DefaultNormalizeScore maps them onto [0, 100].
+    scores_in_range = True
     name = "TaintToleration"
     Args = no_args("TaintToleration")
 
