@@ -65,14 +65,16 @@ def uniform(keys: np.ndarray, salt: int, scratch: np.ndarray | None = None) -> n
 
 
 _MASK64 = 0xFFFFFFFFFFFFFFFF
+# The same constants as Python integers, for the scalar form.
+_GOLDEN_INT, _M1_INT, _M2_INT = int(_GOLDEN), int(_M1), int(_M2)
 
 
 def uniform_one(key: int, salt: int) -> float:
     """`uniform` of one key in Python integers (the same bits: the 53-bit integer, + 0.5 and the scaling are
     exact in float64); a pod's identity draws it once, where the array form's set-up costs more."""
-    z = ((key ^ (salt & _MASK64)) + 0x9E3779B97F4A7C15) & _MASK64
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    z = ((key ^ (salt & _MASK64)) + _GOLDEN_INT) & _MASK64
+    z = ((z ^ (z >> 30)) * _M1_INT) & _MASK64
+    z = ((z ^ (z >> 27)) * _M2_INT) & _MASK64
     z ^= z >> 31
     return (float(z >> 11) + 0.5) * (1.0 / 9007199254740992.0)
 
