@@ -186,3 +186,16 @@ def test_the_index_kept_from_events_equals_one_rebuilt(seed: int) -> None:
     fresh.current()
     assert _view(idx.current()) == _view(fresh)
     assert idx.by_owner  # the index is not empty
+
+
+def test_a_descheduler_that_runs_cycles_holds_no_evicted_pod_past_its_cycle() -> None:
+    """Each cycle's result lists its own evictions; the evictor keeps only the current cycle's (a descheduler
+    that runs for days, in the simulator or live, would otherwise hold every pod it ever evicted)."""
+    seed = next(s for s in range(40) if len(Descheduler(_cluster(s), _policy({}), now=NOW).run_cycle().evictions) > 1)
+    d = Descheduler(_cluster(seed), _policy({}), now=NOW)
+    first = d.run_cycle()
+    keys = [r.pod.key for r in first.evictions]
+    second = d.run_cycle()  # dry run: the same pods are evicted again
+    assert [r.pod.key for r in second.evictions] == keys
+    assert [r.pod.key for r in first.evictions] == keys  # the first result is not changed by the second cycle
+    assert d.pod_evictor.records is second.evictions and len(d.pod_evictor.records) == len(keys)

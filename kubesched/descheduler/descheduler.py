@@ -150,7 +150,6 @@ class Descheduler:
         self.pod_evictor.reset_counters()
         # Plugins memoise per-cycle answers under this number.
         self.services.cycle += 1
-        start = len(self.pod_evictor.records)
         nodes = self.cycle_nodes()
         result = CycleResult(nodes=nodes)
         if len(nodes) < self.min_ready_nodes:
@@ -163,7 +162,7 @@ class Descheduler:
         for prof in self.profiles:
             for bp in prof.balance:
                 self._run(prof, bp, "balance", nodes, result)
-        result.evictions = self.pod_evictor.records[start:]
+        result.evictions = self.pod_evictor.records  # this cycle's alone: the next cycle starts a new list
         return result
 
     def _advance(self, now: datetime | None, metrics: Any, usage: Metrics | None) -> None:

@@ -60,7 +60,10 @@ class PodEvictor:
         self._evicted_ids: set[int] = set()
 
     def reset_counters(self) -> None:
-        """A new cycle: counters start from zero (the record of past cycles is kept in `records`)."""
+        """A new cycle: counters and the record start empty. Each cycle's result keeps its own evictions, so
+        a descheduler that runs for days (the simulator, live mode) holds no evicted pod past its cycle."""
+        self.records = []
+        self.failures = []
         self.node_pod_count = {}
         self.namespace_pod_count = {}
         self.total_pod_count = 0
