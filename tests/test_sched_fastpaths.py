@@ -194,6 +194,41 @@ def test_resource_memo_is_per_shape() -> None:
     assert non_zero_request(d) == (250, 200 * 1024 * 1024)
     assert non_zero_request(a) == (250, 1024**3)
     assert pod_requests(d)["cpu"] * 1000 == 250
+    # A later pod of a shape finds what earlier pods of it worked out already in its own memo; values of
+    # another shape never reach it.
+    e, f = mk("e", "250m", "1Gi"), mk("f", "300m", "1Gi")
+    non_zero_request(e)
+    assert e.cache["sched_request"] is scheduler_request(a) and e.cache["non_zero"] == (250, 1024**3)
+    assert scheduler_request(f) == {"cpu": 300, "memory": 1024**3} and non_zero_request(f) == (300, 1024**3)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_image_locality_scores_lie_in_range_and_match_the_per_node_form(seed: int) -> None:
+    """ImageLocality promises scores in [0, 100] (the framework skips its range check for it): images from
+    a few bytes to many times maxThreshold, pods of zero to three containers, shared and missing images."""
+    rnd = random.Random(seed)
+    cluster = ClusterState()
+    names = [f"reg.io/img{i}:v1" for i in range(6)]
+    for i in range(30):
+        images = [{"names": [n], "sizeBytes": rnd.choice([1, 10**6, 23 * 2**20, 300 * 2**20, 1000 * 2**20, 50 * 2**30])}
+                  for n in rnd.sample(names, rnd.randrange(0, 5))]
+        cluster.add(parse_node({"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"n{i}"},
+                                "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+                                           "images": images}}))
+    cfg = parse_scheduler_config({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+                                  "profiles": [{"plugins": {"multiPoint": {"disabled": [{"name": "*"}], "enabled": [
+                                      {"name": "PrioritySort"}, {"name": "ImageLocality"}, {"name": "DefaultBinder"}]}}}]})
+    sched = Scheduler(cluster, cfg)
+    pl: Any = sched.frameworks["default-scheduler"].plugins["ImageLocality"]
+    rows = cluster.node_order()
+    for k in range(12):
+        containers = [{"name": f"c{j}", "image": rnd.choice(names + ["other:1"])} for j in range(rnd.randrange(0, 4))]
+        pod = parse_pod({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{k}"},
+                         "spec": {"containers": containers}})
+        state = CycleState()
+        vec = pl.score_nodes(state, pod, cluster, rows).tolist()
+        one = [pl.score(state, pod, cluster.node_infos[r])[0] for r in rows]
+        assert vec == one and pl.scores_in_range and all(0 <= v <= 100 for v in one)
 
 
 def test_scheduler_perf_bench_runs_and_places_every_pod(capsys: pytest.CaptureFixture[str]) -> None:

@@ -7,7 +7,6 @@ sidecars started before it, then pod-level resources (cpu, memory, hugepages) wh
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Hashable, Mapping
 from fractions import Fraction
 from typing import Any
@@ -151,44 +150,39 @@ def resource_shape(pod: Pod) -> tuple[Any, ...]:
     return key
 
 
-_SHAPE_IDS: dict[tuple[Any, ...], int] = {}
-_BY_SHAPE: dict[Hashable, Any] = {}
+# Per resource shape, the values derived from it (what → value), shared by every pod of the shape.
+_BY_SHAPE: dict[tuple[Any, ...], dict[Hashable, Any]] = {}
 _BY_SHAPE_LIMIT = 16384
-
-
-def _shape_id(pod: Pod) -> int:
-    sid = pod.cache.get("resource_shape_id")
-    if sid is None:
-        if len(_SHAPE_IDS) >= _BY_SHAPE_LIMIT:
-            _SHAPE_IDS.clear()
-            _BY_SHAPE.clear()
-        shape = resource_shape(pod)
-        sid = _SHAPE_IDS.get(shape)
-        if sid is None:
-            # Ids are never reused (a cleared table must not map a new shape onto old values).
-            sid = _SHAPE_IDS[shape] = next(_NEXT_ID)
-        pod.cache["resource_shape_id"] = sid
-    return sid
-
-
-_NEXT_ID = itertools.count()
+_SHAPE_VALUES_KEY = "resource_shape_values"
 
 
 def memo_by_shape(pod: Pod, what: Hashable, compute: Callable[[], Any]) -> Any:
     """A value derived only from the pod's resources, cached on the pod and shared by pods of its shape.
 
+    A pod's first look-up copies every value its shape already has into its memo (pods of one template
+    ask the same few questions, so the later ones are answered from the pod's own memo).
     Callers must treat the value as read-only: other pods receive the same object.
     """
-    cached = pod.cache.get(what)
+    cache = pod.cache
+    cached = cache.get(what)
     if cached is None:
-        key = (what, _shape_id(pod))
-        cached = _BY_SHAPE.get(key)
+        values = cache.get(_SHAPE_VALUES_KEY)
+        if values is None:
+            shape = resource_shape(pod)
+            values = _BY_SHAPE.get(shape)
+            if values is None:
+                if len(_BY_SHAPE) >= _BY_SHAPE_LIMIT:
+                    _BY_SHAPE.clear()  # pods keep their own shape's dict: a clear only stops sharing
+                values = _BY_SHAPE[shape] = {}
+            else:
+                cache.update(values)
+            cache[_SHAPE_VALUES_KEY] = values
+            cached = cache.get(what)
         if cached is None:
-            if len(_BY_SHAPE) >= 4 * _BY_SHAPE_LIMIT:
-                _BY_SHAPE.clear()
-            cached = compute()
-            _BY_SHAPE[key] = cached
-        pod.cache[what] = cached
+            cached = values.get(what)
+            if cached is None:
+                cached = values[what] = compute()
+            cache[what] = cached
     return cached
 
 

@@ -69,6 +69,8 @@ def pod_images(pod: Pod) -> tuple[str, ...]:
 class ImageLocality(ScorePlugin):
     name = "ImageLocality"
     Args = no_args("ImageLocality")
+    # calculatePriority clamps the sum to [minThreshold, maxThreshold] before scaling it to [0, 100].
+    scores_in_range = True
 
     def __init__(self, args: Any, handle: Any) -> None:
         super().__init__(args, handle)
