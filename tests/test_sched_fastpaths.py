@@ -258,3 +258,39 @@ def test_rounding_of_non_negative_values_is_gos_math_round() -> None:
                         rng.integers(0, 500, 200) * np.log(rng.integers(1, 5000, 200) + 2.0) + 4.0])
     got = go_round_nonnegative(x)
     assert got.tolist() == go_round_array(x).tolist() == [float(go_round(float(v))) for v in x]
+
+
+def test_taint_toleration_scores_when_no_node_has_a_prefer_no_schedule_taint_it_does_not_tolerate() -> None:
+    """The all-zero shortcut (no look at the scores in NormalizeScore) gives what DefaultNormalizeScore gives
+    on the per-node scores, before and after a node gains a PreferNoSchedule taint."""
+    cluster = ClusterState()
+    for i in range(6):
+        taints = [{"key": "k", "value": "v", "effect": "PreferNoSchedule"}] if i == 4 else []
+        cluster.add(parse_node({"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"n{i}"},
+                                "spec": {"taints": taints},
+                                "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}))
+    cfg = parse_scheduler_config({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+                                  "profiles": [{"plugins": {"multiPoint": {"disabled": [{"name": "*"}], "enabled": [
+                                      {"name": "PrioritySort"}, {"name": "TaintToleration"}, {"name": "DefaultBinder"}]}}}]})
+    sched = Scheduler(cluster, cfg)
+    fwk = sched.frameworks["default-scheduler"]
+    pl: Any = fwk.plugins["TaintToleration"]
+    rows = cluster.node_order()
+    tolerant = parse_pod({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "t"},
+                          "spec": {"containers": [{"name": "c"}], "tolerations": [{"key": "k", "operator": "Exists"}]}})
+    plain = parse_pod({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}})
+    from kubesched.scheduler.plugins.helper import default_normalize_score
+
+    for pod, want in ((tolerant, [100] * 6), (plain, [100, 100, 100, 100, 0, 100])):
+        state = CycleState()
+        assert fwk.run_pre_score(state, pod, rows).is_success
+        per_node = np.array([pl.score(state, pod, cluster.node_infos[r])[0] for r in rows], dtype=np.int64)
+        default_normalize_score(per_node, reverse=True)
+        for detail in (False, True):
+            got, st = fwk.run_score(state, pod, rows, detail=detail)
+            assert st.is_success and got.total is not None
+            assert got.total.tolist() == per_node.tolist() == [want[r] for r in rows]
+        # Scores that did not come from the shortcut are normalised by looking at them, in the same state.
+        other = np.array([0, 2, 1, 0, 0, 0], dtype=np.int64)
+        pl.normalize_score(state, pod, other, rows)
+        assert other.tolist() == [100, 0, 50, 100, 100, 100]

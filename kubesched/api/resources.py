@@ -153,7 +153,7 @@ def resource_shape(pod: Pod) -> tuple[Any, ...]:
 # Per resource shape, the values derived from it (what → value), shared by every pod of the shape.
 _BY_SHAPE: dict[tuple[Any, ...], dict[Hashable, Any]] = {}
 _BY_SHAPE_LIMIT = 16384
-_SHAPE_VALUES_KEY = "resource_shape_values"
+RESOURCE_SHAPE_VALUES = "resource_shape_values"
 
 
 def memo_by_shape(pod: Pod, what: Hashable, compute: Callable[[], Any]) -> Any:
@@ -166,7 +166,7 @@ def memo_by_shape(pod: Pod, what: Hashable, compute: Callable[[], Any]) -> Any:
     cache = pod.cache
     cached = cache.get(what)
     if cached is None:
-        values = cache.get(_SHAPE_VALUES_KEY)
+        values = cache.get(RESOURCE_SHAPE_VALUES)
         if values is None:
             shape = resource_shape(pod)
             values = _BY_SHAPE.get(shape)
@@ -176,7 +176,7 @@ def memo_by_shape(pod: Pod, what: Hashable, compute: Callable[[], Any]) -> Any:
                 values = _BY_SHAPE[shape] = {}
             else:
                 cache.update(values)
-            cache[_SHAPE_VALUES_KEY] = values
+            cache[RESOURCE_SHAPE_VALUES] = values
             cached = cache.get(what)
         if cached is None:
             cached = values.get(what)

@@ -22,7 +22,7 @@ from typing import Any
 from kubesched.api.defaulting import admit_pod
 from kubesched.api.hashing import stable_hash64
 from kubesched.api.objects import ObjectMeta, Pod, parse_pod
-from kubesched.api.resources import scheduler_request
+from kubesched.api.resources import RESOURCE_SHAPE_VALUES, scheduler_request
 from kubesched.client.inprocess import InProcessAPIServer
 from kubesched.client.interface import AlreadyExists
 from kubesched.cluster.events import Cause
@@ -30,7 +30,8 @@ from kubesched.cluster.state import ClusterState
 from kubesched.errors import InputError
 
 # Memo entries of a pod that depend only on its spec, so copies of an admitted pod may share them.
-SPEC_CACHE_KEYS = ("sched_request", "non_zero", "host_ports", "sim_limits", "sim_request")
+SPEC_CACHE_KEYS = ("sched_request", "non_zero", "host_ports", "sim_limits", "sim_request", "resource_shape",
+                   RESOURCE_SHAPE_VALUES)
 
 
 @functools.lru_cache(maxsize=256)

@@ -440,12 +440,13 @@ class QueuedPodInfo:
 class ShapeEntry:
     """One memoised value over every table row, with its per-row form (None: recomputed whole)."""
 
-    __slots__ = ("value", "per_row", "every")
+    __slots__ = ("value", "per_row", "every", "zero")
 
     def __init__(self, value: Any, per_row: Callable[[NodeInfo], Any] | None) -> None:
         self.value = value
         self.per_row = per_row
         self.every: bool | None = None  # whether every row is True (filter masks), computed when asked
+        self.zero: bool | None = None  # whether every row is 0 (score vectors), computed when asked
 
 
 class ShapeCache:
@@ -485,7 +486,7 @@ class ShapeCache:
                 value = e.value
                 for r in changed:
                     value[r] = per_row(infos[r])
-                e.every = None
+                e.every = e.zero = None
         self._generation = cluster.node_generation
         self._cluster_id = id(cluster)
         self._epoch = cluster.node_change_epoch

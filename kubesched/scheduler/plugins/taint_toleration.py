@@ -17,6 +17,7 @@ from kubesched.api.objects import Pod, Taint, Toleration, find_untolerated_taint
 from kubesched.cluster.state import ClusterState, NodeInfo
 from kubesched.config.plugin_args import no_args
 from kubesched.scheduler.framework import (
+    MAX_NODE_SCORE,
     SUCCESS,
     ClusterEvent,
     CycleState,
@@ -27,9 +28,11 @@ from kubesched.scheduler.framework import (
     Status,
     unresolvable,
 )
-from kubesched.scheduler.plugins.helper import default_normalize_score, node_static_filter, node_static_mask
+from kubesched.scheduler.plugins.helper import default_normalize_score, node_static_filter
 
 PRE_SCORE_KEY = "PreScoreTaintToleration"
+# The scores score_nodes returned when every node scored 0 (NormalizeScore knows them by identity).
+ALL_ZERO_KEY = "TaintToleration/allZero"
 ERR_REASON_UNTOLERATED = "node(s) had untolerated taint(s)"
 DO_NOT_SCHEDULE_EFFECTS = ("NoSchedule", "NoExecute")
 
@@ -118,8 +121,20 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
         def one(info: NodeInfo) -> int:
             return count_intolerable_prefer_no_schedule(info.node.taints, tolerations)
 
-        return node_static_mask(self._cache, cluster, ("score", tolerations), compute, one)[rows]
+        e = self._cache.entry(cluster, (id(cluster), ("score", tolerations)), compute, one)
+        if e.zero is None:
+            e.zero = not e.value.any()
+        if e.zero:
+            # No node has a PreferNoSchedule taint the pod does not tolerate (the usual cluster): every
+            # score is 0, and NormalizeScore will make each 100 without looking.
+            zeros = np.zeros(len(rows), dtype=np.int64)
+            state.write(ALL_ZERO_KEY, zeros)
+            return zeros
+        return e.value[rows]  # type: ignore[no-any-return]
 
     def normalize_score(self, state: CycleState, pod: Pod, scores: np.ndarray, rows: np.ndarray) -> Status:
-        default_normalize_score(scores, reverse=True)
+        if state.read(ALL_ZERO_KEY) is scores:
+            scores[:] = MAX_NODE_SCORE  # what DefaultNormalizeScore(reverse) makes of scores that are all 0
+        else:
+            default_normalize_score(scores, reverse=True)
         return SUCCESS
