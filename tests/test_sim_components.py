@@ -399,3 +399,10 @@ def test_usage_randomness_is_splitmix64_and_box_muller_bit_for_bit() -> None:
     got = gaussian(arr, 0x1003).tolist()
     # NumPy's log/cos may differ from the C library's in the last bit; the hashing and order must not.
     assert got == pytest.approx(expect, rel=1e-15, abs=0)
+    # Worked out in cache-sized blocks: the same bits as the whole-vector passes, across block edges.
+    from kubesched.sim import usage as usage_mod
+
+    many = np.random.default_rng(5).integers(0, 2**64, 2 * usage_mod._BLOCK + 123, dtype=np.uint64, endpoint=False)
+    u1, u2 = uniform(many, 0x2003), uniform(many, 0x2003 ^ 0x5DEECE66D)
+    whole = np.sqrt(-2.0 * np.log(u1)) * np.cos(u2 * (2.0 * np.pi))
+    assert gaussian(many, 0x2003).view(np.uint64).tolist() == whole.view(np.uint64).tolist()

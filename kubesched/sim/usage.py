@@ -80,17 +80,46 @@ def uniform_one(key: int, salt: int) -> float:
 
 
 def gaussian(keys: np.ndarray, salt: int) -> np.ndarray:
-    """A standard normal number per key (Box-Muller over two hashed uniforms)."""
-    scratch = np.empty(keys.shape, dtype=np.uint64)
-    u1 = uniform(keys, salt, scratch)
-    u2 = uniform(keys, salt ^ 0x5DEECE66D, scratch)
+    """A standard normal number per key (Box-Muller over two hashed uniforms).
+
+    Worked out in blocks whose temporaries stay in the core's cache (a day at 150,000 identities draws
+    three such vectors a minute; streamed whole, each of the dozens of passes goes out to memory)."""
+    n = len(keys)
+    out = np.empty(n)
+    m = min(n, _BLOCK)
+    z, scratch, u2 = np.empty(m, dtype=np.uint64), np.empty(m, dtype=np.uint64), np.empty(m)
+    for s in range(0, n, _BLOCK):
+        e = min(n, s + _BLOCK)
+        k = e - s
+        _box_muller(keys[s:e], salt, out[s:e], u2[:k], z[:k], scratch[:k])
+    return out
+
+
+# Elements per block of `gaussian`: four 256 KiB buffers.
+_BLOCK = 32768
+
+
+def _uniform_into(keys: np.ndarray, salt: int, u: np.ndarray, z: np.ndarray, scratch: np.ndarray) -> None:
+    """`uniform` into u (z, scratch: uint64 buffers of keys' shape); the same operations, so the same bits."""
+    np.bitwise_xor(keys, np.uint64(salt & 0xFFFFFFFFFFFFFFFF), out=z)
+    z += _GOLDEN
+    _splitmix64_inplace(z, scratch)
+    z >>= _SHIFT_53
+    u[...] = z  # below 2**53: exact, as astype
+    u += 0.5
+    u *= 1.0 / 9007199254740992.0
+
+
+def _box_muller(keys: np.ndarray, salt: int, u1: np.ndarray, u2: np.ndarray, z: np.ndarray,
+                scratch: np.ndarray) -> None:
+    _uniform_into(keys, salt, u1, z, scratch)
+    _uniform_into(keys, salt ^ 0x5DEECE66D, u2, z, scratch)
     np.log(u1, out=u1)
     u1 *= -2.0
     np.sqrt(u1, out=u1)
     u2 *= 2.0 * np.pi
     np.cos(u2, out=u2)
     u1 *= u2
-    return u1
 
 
 @dataclass(slots=True)
