@@ -340,11 +340,9 @@ class RowCache:
             self._entries[key] = e
         elif e[3] != len(log):
             values = e[4]
-            pending = log[e[3]:]
-            rows = set(pending)
+            rows = _pending(log, e[3])
             if some is not None and len(rows) > self._few:
-                # Each row once (np.unique costs more than the set for the few dozen rows usually pending).
-                changed = np.fromiter(rows, dtype=np.int64, count=len(rows))
+                changed = _pending_array(rows)
                 values[changed] = some(changed)
             else:
                 for r in rows:
@@ -352,6 +350,29 @@ class RowCache:
             e[3] = len(log)
         self._entries.move_to_end(key)
         return e[4]  # type: ignore[no-any-return]
+
+
+_PENDING: list[Any] = [None, -1, -1, set(), None]
+
+
+def _pending(log: list[int], start: int) -> set[int]:
+    """The distinct rows logged since `start`. The caches of one pod shape (the fit verdict, both resource
+    scores) were last read together, so they ask the same question in a row: the last answer is kept (a
+    log only grows until it is replaced by a new list)."""
+    p = _PENDING
+    end = len(log)
+    if p[0] is not log or p[1] != start or p[2] != end:
+        p[:] = [log, start, end, set(log[start:]), None]
+    return p[3]  # type: ignore[no-any-return]
+
+
+def _pending_array(rows: set[int]) -> np.ndarray:
+    """`rows` (the last `_pending` answer) as an array, made once."""
+    p = _PENDING
+    if p[4] is None or p[3] is not rows:
+        # Each row once (np.unique costs more than the set for the few dozen rows usually pending).
+        p[4] = np.fromiter(rows, dtype=np.int64, count=len(rows))
+    return p[4]  # type: ignore[no-any-return]
 
 
 def least_allocated_one(t: NodeTable, r: int, resources: list[str], pod_req: np.ndarray, weights: np.ndarray,
