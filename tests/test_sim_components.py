@@ -406,3 +406,57 @@ def test_usage_randomness_is_splitmix64_and_box_muller_bit_for_bit() -> None:
     u1, u2 = uniform(many, 0x2003), uniform(many, 0x2003 ^ 0x5DEECE66D)
     whole = np.sqrt(-2.0 * np.log(u1)) * np.cos(u2 * (2.0 * np.pi))
     assert gaussian(many, 0x2003).view(np.uint64).tolist() == whole.view(np.uint64).tolist()
+
+
+def test_node_usage_sums_equal_a_pass_over_every_slot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ResourceUsage.compute / aggregate (limits gathered once per slot change, no masking when every slot is
+    placed, the demand reused when no node is throttled) give, bit for bit, what the plain per-step pass gives:
+    with nodes whose demand exceeds their CPU, containers down after OOM kills, and pods coming and going."""
+    from kubesched.sim.node_usage import ResourceUsage
+
+    real_compute, real_aggregate = ResourceUsage.compute, ResourceUsage.aggregate
+    seen = {"throttled": 0, "down": 0, "calls": 0}
+
+    def compute(self: ResourceUsage) -> tuple[np.ndarray, np.ndarray]:
+        live, down = real_compute(self)
+        s, rows = self.slots, self.slots["row"][live]
+        cpu = np.minimum(self.table.values("cpu")[rows], s["lim_cpu"][live])
+        mem = self.table.values("memory")[rows].copy()
+        want_down = s["down"][live] > self.sim.t
+        cpu[want_down] = 0.0
+        mem[want_down] = 0.0
+        assert np.array_equal(down, want_down)
+        assert s["cpu"][live].tobytes() == cpu.tobytes() and s["mem"][live].tobytes() == mem.tobytes()
+        seen["down"] += int(want_down.sum())
+        return live, down
+
+    def aggregate(self: ResourceUsage, live: np.ndarray) -> None:
+        s, n = self.slots, self.n
+        sel = live[s["live"][live]]
+        nodes, cpu, mem = s["node"][sel], s["cpu"][sel].copy(), s["mem"][sel]
+        valid = nodes >= 0
+        cap = self.nodes["cap_cpu"][:n]
+        demand = np.bincount(nodes[valid], weights=cpu[valid], minlength=n)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            factor = np.where(demand > cap, cap / np.maximum(demand, 1e-9), 1.0)
+        if (factor < 1.0).any():
+            seen["throttled"] += 1
+            cpu[valid] *= factor[nodes[valid]]
+        want_cpu = np.bincount(nodes[valid], weights=cpu[valid], minlength=n)
+        want_mem = np.bincount(nodes[valid], weights=mem[valid], minlength=n)
+        real_aggregate(self, live)
+        seen["calls"] += 1
+        assert self.nodes["cpu"][:n].tobytes() == want_cpu.tobytes()
+        assert self.nodes["mem"][:n].tobytes() == want_mem.tobytes()
+        assert s["cpu"][sel].tobytes() == cpu.tobytes()
+
+    monkeypatch.setattr(ResourceUsage, "compute", compute)
+    monkeypatch.setattr(ResourceUsage, "aggregate", aggregate)
+    run(tmp_path, [{"object": deploy("hot", 6, cpu="1"), "usage": {"cpu": {"model": "randomWalk", "start": 1.5,
+                                                                           "step": 0.3, "min": 0.5, "max": 3.0}}},
+                   {"object": deploy("leak", 2, memory="256Mi", limits={"memory": "512Mi"}),
+                    "usage": {"memory": "600Mi"}},
+                   {"object": deploy("plain", 3, cpu="250m"), "usage": {"cpu": {"model": "constant", "value": 0.8,
+                                                                                "noise": 0.2}}}],
+        nodes=2)
+    assert seen["calls"] > 20 and seen["throttled"] and seen["down"]

@@ -85,7 +85,8 @@ class ResourceUsage:
         # Bumped when a slot is taken or given back; the live slots, their usage rows and nodes are kept
         # for the version they were gathered at.
         self._slots_version = 0
-        self._live: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None = None
+        # (slots version, live slots, their usage rows, their nodes, all on a node, their CPU limits or None)
+        self._live: tuple[Any, ...] | None = None
         self.dirty = True
         self.version = 0
         # Usage identities.
@@ -375,11 +376,12 @@ class ResourceUsage:
             self._fresh_rows = []
         s = self.slots
         live, rows, _ = self._live_slots()
-        cpu = np.minimum(self.table.values("cpu")[rows], s["lim_cpu"][live])
-        mem = self.table.values("memory")[rows].copy()
+        cpu = np.minimum(self.table.values("cpu")[rows], self._live_cpu_limits())
+        mem = self.table.values("memory")[rows]  # a gather: already a new array
         down = s["down"][live] > self.sim.t
-        cpu[down] = 0.0
-        mem[down] = 0.0
+        if down.any():
+            cpu[down] = 0.0
+            mem[down] = 0.0
         s["cpu"][live] = cpu
         s["mem"][live] = mem
         return live, down
@@ -390,33 +392,57 @@ class ResourceUsage:
         if c is None or c[0] != self._slots_version:
             s = self.slots
             live = np.flatnonzero(s["live"])
-            c = self._live = (self._slots_version, live, s["row"][live], s["node"][live])
+            nodes = s["node"][live]
+            # Whether every live slot is on a node (the usual case: no per-step masking then).
+            c = self._live = (self._slots_version, live, s["row"][live], nodes, bool((nodes >= 0).all()), None)
         return c[1], c[2], c[3]
+
+    def _live_cpu_limits(self) -> np.ndarray:
+        """The live slots' CPU limits (set when a slot is taken, so gathered once per slot change)."""
+        self._live_slots()
+        c = self._live
+        assert c is not None
+        if c[5] is None:
+            c = self._live = (*c[:5], self.slots["lim_cpu"][c[1]])
+        return c[5]  # type: ignore[no-any-return]
 
     def aggregate(self, live: np.ndarray) -> None:
         """Node sums of the slots' usage, CPU shared out where a node's demand exceeds its capacity."""
         s = self.slots
         n = self.n
         cached, _, cached_nodes = self._live_slots()
+        all_placed = False
         if live is cached:
             # No slot changed since `compute` gathered them: all live, each on its node.
             nodes = cached_nodes
+            assert self._live is not None
+            all_placed = self._live[4]
         else:
             live = live[s["live"][live]]
             nodes = s["node"][live]
         cpu = s["cpu"][live]
         mem = s["mem"][live]
-        valid = nodes >= 0
+        if all_placed:
+            on_nodes, cpu_on, mem_on = nodes, cpu, mem
+        else:
+            valid = nodes >= 0
+            on_nodes, cpu_on, mem_on = nodes[valid], cpu[valid], mem[valid]
         cap_cpu = self.nodes["cap_cpu"][:n]
-        demand = np.bincount(nodes[valid], weights=cpu[valid], minlength=n) if n else np.zeros(0)
+        demand = np.bincount(on_nodes, weights=cpu_on, minlength=n) if n else np.zeros(0)
         with np.errstate(divide="ignore", invalid="ignore"):
             factor = np.where(demand > cap_cpu, cap_cpu / np.maximum(demand, 1e-9), 1.0)
         if n and (factor < 1.0).any():
-            cpu = cpu.copy()
-            cpu[valid] *= factor[nodes[valid]]
+            cpu_on = cpu_on * factor[on_nodes]
+            if all_placed:
+                cpu = cpu_on
+            else:
+                cpu = cpu.copy()
+                cpu[valid] = cpu_on
             s["cpu"][live] = cpu
-        node_cpu = np.bincount(nodes[valid], weights=cpu[valid], minlength=n).astype(np.float64)
-        node_mem = np.bincount(nodes[valid], weights=mem[valid], minlength=n).astype(np.float64)
+            node_cpu: np.ndarray = np.bincount(on_nodes, weights=cpu_on, minlength=n)
+        else:
+            node_cpu = demand  # no node throttled: the same sums
+        node_mem = np.bincount(on_nodes, weights=mem_on, minlength=n)
         self.nodes["cpu"][:n] = node_cpu
         self.nodes["mem"][:n] = node_mem
         self.dirty = False
