@@ -212,6 +212,17 @@ def test_a_run_collects_cycles_only_once_the_heap_has_grown() -> None:
         assert ref() is None
         del keep
     assert (gc.isenabled(), gc.get_threshold()) == before
+    # Leaving the block scans nothing (what the run made joins the old generation: no young collection of up
+    # to N objects as the collector comes back), and freezes nothing for good (a full collection frees it).
+    with gc_frozen(collect_after=10**9):
+        late = Node()
+        late_ref = weakref.ref(late)
+        del late
+        made = [[] for _ in range(5_000)]
+    more = [[] for _ in range(5_000)]
+    assert late_ref() is not None and len(made) == len(more)
+    gc.collect()
+    assert late_ref() is None
 
 
 def test_a_simulation_leaves_almost_no_reference_cycles(tmp_path: Path) -> None:

@@ -273,6 +273,12 @@ def gc_frozen(young_threshold: int | None = None, collect_after: int | None = No
         yield FrozenHeap(collect_after)
     finally:
         _FROZEN_DEPTH -= 1
+        if collect_after is not None:
+            # What the run made since its last collection joins the old generation unscanned (freeze, then
+            # unfreeze, moves it there and resets the young count): re-enabling the collector would otherwise
+            # start with a young collection of up to `collect_after` objects, a second at 5,000 nodes. Cycles
+            # among them wait for the next full collection.
+            gc.freeze()
         gc.set_threshold(*thresholds)
         if enabled:
             gc.enable()
