@@ -96,8 +96,7 @@ class HighNodeUtilization(BalancePlugin):
         if len(low_idx) == 0 or len(low_idx) <= self.number_of_nodes or len(low_idx) == len(nodes) \
                 or len(dest_idx) == 0:
             return Status()
-        low_nodes = nu.sort_nodes_by_usage(nu.build_infos(nodes, low_idx, usage, names, pct, caps, client),
-                                           ascending=True)
+        low_nodes = nu.SortedNodeInfos(nodes, low_idx, usage, names, pct, caps, client, ascending=True)
         dest_nodes = nu.destinations_of(nodes, dest_idx, usage, names, caps)
 
         def continue_eviction(_info: nu.NodeUsageInfo, available: dict[str, nu.Number]) -> bool:

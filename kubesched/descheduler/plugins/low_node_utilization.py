@@ -134,8 +134,7 @@ class LowNodeUtilization(BalancePlugin):
                 or len(high_idx) == 0:
             return Status()
         low_nodes = nu.destinations_of(nodes, low_idx, usage, names, caps)
-        high_nodes = nu.sort_nodes_by_usage(nu.build_infos(nodes, high_idx, usage, names, pct, caps, client),
-                                            ascending=False)
+        high_nodes = nu.SortedNodeInfos(nodes, high_idx, usage, names, pct, caps, client, ascending=False)
 
         def continue_eviction(info: nu.NodeUsageInfo, available: dict[str, nu.Number]) -> bool:
             return nu.is_node_above_target_utilization(info) and nu.budget_left(available)

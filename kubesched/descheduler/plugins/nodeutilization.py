@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Protocol
@@ -498,14 +498,46 @@ class NodeUsageInfo:
 
 def usage_sum(info: NodeUsageInfo) -> int:
     """sortNodesByUsage's key: cpu in millicores plus every other resource's Value."""
-    total = 0
-    for v in info.usage.values():
-        total += math.ceil(v) if v >= 0 else -math.ceil(-v)
-    return total
+    return _usage_sum_of(info.usage.values())
 
 
 def sort_nodes_by_usage(nodes: list[NodeUsageInfo], ascending: bool) -> list[NodeUsageInfo]:
     return sorted(nodes, key=usage_sum, reverse=not ascending)
+
+
+class SortedNodeInfos:
+    """sortNodesByUsage over `build_infos` of the rows `idx`, each NodeUsageInfo made only when iteration
+    reaches it: the eviction loop stops once the destinations' budget is spent, usually after a few of
+    thousands of source nodes. The order is the one sorting the built infos gives (the same keys from the
+    same numbers, and Python's sort is stable in both directions)."""
+
+    def __init__(self, nodes: list[Node], idx: np.ndarray, usage: np.ndarray, names: list[str], pct: np.ndarray,
+                 caps: np.ndarray, client: UsageClient, ascending: bool) -> None:
+        self._nodes, self._names, self._pct, self._caps, self._client = nodes, names, pct, caps, client
+        self._ids: list[int] = idx.tolist()
+        self._usage: list[list[Number]] = usage[idx].tolist()
+        keys = [_usage_sum_of(u) for u in self._usage]
+        self._order = sorted(range(len(keys)), key=keys.__getitem__, reverse=not ascending)
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def __iter__(self) -> Iterator[NodeUsageInfo]:
+        names, client = self._names, self._client
+        for k in self._order:
+            i = self._ids[k]
+            yield NodeUsageInfo(node=self._nodes[i], usage=dict(zip(names, self._usage[k], strict=True)),
+                                available=dict(zip(names, self._caps[i].tolist(), strict=True)),
+                                pods=functools.partial(client.pods, i),
+                                percent=dict(zip(names, self._pct[i].tolist(), strict=True)))
+
+
+def _usage_sum_of(values: Iterable[Number]) -> int:
+    """`usage_sum` of a row of usage values (in the order of the info's dictionary)."""
+    total = 0
+    for v in values:
+        total += math.ceil(v) if v >= 0 else -math.ceil(-v)
+    return total
 
 
 @dataclass(frozen=True, slots=True)
@@ -544,7 +576,7 @@ ContinueCondition = Callable[[NodeUsageInfo, dict[str, Number]], bool]
 
 
 def evict_pods_from_source_nodes(handle: Handle, plugin: str, excluded_namespaces: Iterable[str],
-                                 sources: list[NodeUsageInfo], destinations: Destinations,
+                                 sources: Iterable[NodeUsageInfo], destinations: Destinations,
                                  pod_filter: Callable[[Pod], bool], names: list[str],
                                  continue_eviction: ContinueCondition, usage_client: UsageClient,
                                  node_limit: int | None, reason: Callable[[NodeUsageInfo], str],
