@@ -227,6 +227,26 @@ def test_lazily_loaded_pod_reads_and_changes_like_a_decoded_one(tmp_path: Path) 
     assert running.phase == "Running" and running.raw["spec"] is pod.raw["spec"]
 
 
+def test_a_changed_pod_copies_every_other_field() -> None:
+    """Pod changes (bind, status, deletion) copy the frozen object field by field: every field but the
+    changed ones is the original's own value, and the original is untouched."""
+    from dataclasses import fields
+    from datetime import UTC, datetime
+
+    pod = parse_pod({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns", "labels": {"a": "b"}},
+                     "spec": {"priority": 7, "containers": [{"name": "c", "image": "i"}],
+                              "tolerations": [{"key": "k", "operator": "Exists"}]}})
+    changed = {"node_name", "document"}
+    bound = pod.bound_to("n1")
+    assert bound.node_name == "n1" and pod.node_name == "" and type(bound) is type(pod)
+    assert all(getattr(bound, f.name) is getattr(pod, f.name) for f in fields(pod) if f.name not in changed)
+    gone = bound.marked_for_deletion(datetime(2026, 1, 1, tzinfo=UTC), 30)
+    assert gone.meta.deletion_timestamp == datetime(2026, 1, 1, tzinfo=UTC) and bound.meta.deletion_timestamp is None
+    assert all(getattr(gone.meta, f.name) is getattr(bound.meta, f.name) for f in fields(bound.meta)
+               if f.name != "deletion_timestamp")
+    assert gone.node_name == "n1" and gone.priority == 7 and gone.labels == {"a": "b"}
+
+
 @pytest.mark.parametrize(("items", "message"), [
     ([{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "lots"}}}]}}],

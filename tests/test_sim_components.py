@@ -406,6 +406,12 @@ def test_usage_randomness_is_splitmix64_and_box_muller_bit_for_bit() -> None:
     u1, u2 = uniform(many, 0x2003), uniform(many, 0x2003 ^ 0x5DEECE66D)
     whole = np.sqrt(-2.0 * np.log(u1)) * np.cos(u2 * (2.0 * np.pi))
     assert gaussian(many, 0x2003).view(np.uint64).tolist() == whole.view(np.uint64).tolist()
+    # The noise factor applied block by block: out * (1 + noise * g), the same bits.
+    rng = np.random.default_rng(6)
+    out, noise = rng.random(len(many)) * 4000.0, rng.random(len(many)) * 0.3
+    want = out * (1.0 + noise * gaussian(many, 0x2003))
+    usage_mod.scale_by_noise(out, many, 0x2003, noise)
+    assert out.view(np.uint64).tolist() == want.view(np.uint64).tolist()
 
 
 def test_node_usage_sums_equal_a_pass_over_every_slot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

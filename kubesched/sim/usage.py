@@ -95,6 +95,23 @@ def gaussian(keys: np.ndarray, salt: int) -> np.ndarray:
     return out
 
 
+def scale_by_noise(out: np.ndarray, keys: np.ndarray, salt: int, noise: np.ndarray) -> None:
+    """out *= 1 + noise * gaussian(keys, salt), in place, block by block (the same operations in the same
+    order per element, so the same bits, without three more passes over the whole vectors)."""
+    n = len(keys)
+    m = min(n, _BLOCK)
+    g, u2 = np.empty(m), np.empty(m)
+    z, scratch = np.empty(m, dtype=np.uint64), np.empty(m, dtype=np.uint64)
+    for s in range(0, n, _BLOCK):
+        e = min(n, s + _BLOCK)
+        k = e - s
+        gb = g[:k]
+        _box_muller(keys[s:e], salt, gb, u2[:k], z[:k], scratch[:k])
+        gb *= noise[s:e]
+        gb += 1.0
+        out[s:e] *= gb
+
+
 # Elements per block of `gaussian`: four 256 KiB buffers.
 _BLOCK = 32768
 
@@ -309,7 +326,10 @@ class UsageTable:
             out = np.zeros(len(rows))
             pos = groups.get(CONSTANT)
             if pos is not None:
-                out[pos] = r.a[rows[pos]] if not full else r.a[pos]
+                if full and len(pos) == n:
+                    out[:] = r.a[:n]  # every identity constant (pos is 0..n-1): a copy, not a gather
+                else:
+                    out[pos] = r.a[rows[pos]] if not full else r.a[pos]
             pos = groups.get(DIURNAL)
             if pos is not None:
                 ix = pos if full else rows[pos]
@@ -355,10 +375,7 @@ class UsageTable:
             noisy = groups.get(NOISY)
             if noisy is not None:
                 if len(noisy) == len(rows):
-                    g = gaussian(step_key, salt + 3)
-                    g *= r.noise[:n] if full else r.noise[rows]
-                    g += 1.0
-                    out *= g
+                    scale_by_noise(out, step_key, salt + 3, r.noise[:n] if full else r.noise[rows])
                 else:
                     g = gaussian(step_key[noisy], salt + 3)
                     out[noisy] *= 1.0 + (r.noise[noisy] if full else r.noise[rows[noisy]]) * g
