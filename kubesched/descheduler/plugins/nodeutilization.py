@@ -248,21 +248,23 @@ class ActualUsageClient(_PodsWhenAsked):
         self._forget_pods([])
 
     def sync(self, nodes: list[Node]) -> None:
-        usage = np.zeros((len(nodes), len(self.names)), dtype=np.int64)
         infos = self.cluster.node_info_by_name
         collected_nodes = self.collector.nodes
-        for i, n in enumerate(nodes):
+        names = self.names
+        rows = []
+        for n in nodes:
             collected = collected_nodes.get(n.name)
             if collected is None:
                 raise UsageError(f"unable to find node {n.name!r} in the collected metrics")
             info = infos.get(n.name)
             values = {CPU: collected["cpu"], MEMORY: collected["memory"],
                       PODS: len(info.pods) if info is not None else 0}
-            for j, name in enumerate(self.names):
+            for name in names:
                 if name not in values:
                     raise UsageError(f"unable to find {name!r} resource for collected {n.name!r} node metric")
-                usage[i, j] = values[name]
-        self._usage = usage
+            rows.append([values[name] for name in names])
+        # One conversion of the whole matrix (the same int64 values as element by element).
+        self._usage = np.array(rows, dtype=np.int64).reshape(len(nodes), len(names))
         self._forget_pods(nodes)
 
     def node_usage(self) -> np.ndarray:

@@ -373,6 +373,21 @@ class ClusterIndex:
             self.seen_pod_generation = cluster.pod_generation
 
     def _reconcile(self, cluster: ClusterState, key: str) -> None:
+        pod = cluster.pods.get(key)
+        rec = self.records.get(key)
+        if rec is not None and pod is not None and pod.node_name:
+            info = cluster.node_info_by_name.get(pod.node_name)
+            if (info is not None and info.index == rec.row and info.pods.get(key) is pod
+                    and rec.namespace == pod.namespace and rec.labels == pod.labels
+                    and rec.terms == existing_term_keys(pod)):
+                # The same pod counted on the same row (a deletion started, a status change): only the
+                # matchers that skip terminating pods can move; term counts include every pod.
+                terminating = pod.is_terminating
+                if terminating != rec.terminating:
+                    self._apply_scoped_matchers(rec, -1)
+                    rec.terminating = terminating
+                    self._apply_scoped_matchers(rec, +1)
+                return
         old = self.records.pop(key, None)
         if old is not None:
             self._apply(old, -1)
@@ -439,7 +454,7 @@ class ClusterIndex:
             for key in keys:
                 yield records[key]
 
-    def _apply(self, rec: _Record, sign: int) -> None:
+    def _apply_scoped_matchers(self, rec: _Record, sign: int) -> None:
         buckets = self.matcher_scope
         if buckets:
             labels = rec.labels
@@ -448,6 +463,9 @@ class ClusterIndex:
                 self._apply_matchers(buckets.get((scope, None, None)), rec, sign)
                 for k, v in labels.items():
                     self._apply_matchers(buckets.get((scope, k, v)), rec, sign)
+
+    def _apply(self, rec: _Record, sign: int) -> None:
+        self._apply_scoped_matchers(rec, sign)
         for cat, term, weight in rec.terms:
             by_term = self.terms.setdefault(cat, {})
             tc = by_term.get((term, weight))
