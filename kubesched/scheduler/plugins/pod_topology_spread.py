@@ -467,7 +467,9 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             dc = s.domain_counts[i]
             skew = float(c.max_skew - 1)
             if dc is None:
-                term = self._row_counts(idx, s.matchers[i])[rows].astype(np.float64) * s.weights[i] + skew
+                # int64 * float: NumPy converts the counts to float64 first (as astype would), in one pass.
+                term = self._row_counts(idx, s.matchers[i])[rows] * s.weights[i]
+                term += skew
             else:
                 # The term of each domain once, then gathered per row: the same float operations on the same
                 # numbers as per row.
