@@ -155,14 +155,12 @@ def test_a_node_without_taints_is_tolerated_by_every_pod() -> None:
     assert not nodeutil.pod_tolerates_taints(parse_pod(pod_doc(99, random.Random(0), "n0")), {})
 
 
-@pytest.mark.parametrize("seed", range(20))
-def test_destinations_budget_equals_the_per_node_sum(seed: int) -> None:
-    """destinations_of sums (capped capacity - usage) over the destination rows at once: equal to
-    assessAvailableResourceInNodes over per-node infos, with the first node of each distinct taint set."""
-    rng = random.Random(seed)
+def _classified(seed: int, names: list[str], rng: random.Random) -> tuple[list[Any], Any, np.ndarray, np.ndarray,
+                                                                         np.ndarray, np.ndarray]:
+    """A random cluster's nodes, its requested-usage client, usage, percentages, capped capacity, and a
+    random subset of rows (what a strategy classifies)."""
     cluster = cluster_of(objects(seed))
     nodes = [i.node for i in cluster.node_infos]
-    names = nu.unique_resource_names(["cpu", "memory", "pods", "example.com/gpu"])
     client = nu.RequestedUsageClient(cluster, names)
     client.sync(nodes)
     usage = client.node_usage()
@@ -170,6 +168,16 @@ def test_destinations_budget_equals_the_per_node_sum(seed: int) -> None:
     pct = nu.usage_percentages(usage, cap, has)
     caps = nu.capped_capacity(cap, has, names, {"cpu": rng.randrange(10, 90), "memory": 70})
     idx = np.array(sorted(rng.sample(range(len(nodes)), rng.randrange(1, len(nodes) + 1))), dtype=np.int64)
+    return nodes, client, usage, pct, caps, idx
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_destinations_budget_equals_the_per_node_sum(seed: int) -> None:
+    """destinations_of sums (capped capacity - usage) over the destination rows at once: equal to
+    assessAvailableResourceInNodes over per-node infos, with the first node of each distinct taint set."""
+    rng = random.Random(seed)
+    names = nu.unique_resource_names(["cpu", "memory", "pods", "example.com/gpu"])
+    nodes, client, usage, pct, caps, idx = _classified(seed, names, rng)
     got = nu.destinations_of(nodes, idx, usage, names, caps)
     infos = nu.build_infos(nodes, idx, usage, names, pct, caps, client)
     want: dict[str, int] = {n: 0 for n in names}
@@ -188,16 +196,8 @@ def test_sorted_node_infos_equal_sorting_the_built_infos(seed: int) -> None:
     """SortedNodeInfos (each info made when reached) yields what sortNodesByUsage over build_infos gives, in
     both directions: the same nodes in the same order (ties kept in row order), with the same numbers."""
     rng = random.Random(seed)
-    cluster = cluster_of(objects(seed))
-    nodes = [i.node for i in cluster.node_infos]
     names = nu.unique_resource_names(rng.choice([["cpu", "memory", "pods"], ["cpu"], ["memory", "example.com/gpu"]]))
-    client = nu.RequestedUsageClient(cluster, names)
-    client.sync(nodes)
-    usage = client.node_usage()
-    cap, has = nu.capacity_matrix(nodes, names, cluster)
-    pct = nu.usage_percentages(usage, cap, has)
-    caps = nu.capped_capacity(cap, has, names, {"cpu": rng.randrange(10, 90), "memory": 70})
-    idx = np.array(sorted(rng.sample(range(len(nodes)), rng.randrange(1, len(nodes) + 1))), dtype=np.int64)
+    nodes, client, usage, pct, caps, idx = _classified(seed, names, rng)
     for ascending in (True, False):
         want = nu.sort_nodes_by_usage(nu.build_infos(nodes, idx, usage, names, pct, caps, client), ascending)
         got = list(nu.SortedNodeInfos(nodes, idx, usage, names, pct, caps, client, ascending))
