@@ -110,7 +110,7 @@ def test_row_caches_follow_every_change(seed: int, n_shapes: int, monkeypatch: p
     caches read in a row)."""
     batches = []
     real = ra._pending_array
-    monkeypatch.setattr(ra, "_pending_array", lambda rows: batches.append(len(rows)) or real(rows))
+    monkeypatch.setattr(ra, "_pending_array", lambda p: batches.append(len(p.rows)) or real(p))
     sched, rnd = _scheduler(seed)
     cluster = sched.cluster
     fwk = sched.frameworks["default-scheduler"]

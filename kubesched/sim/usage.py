@@ -18,6 +18,7 @@ drawn once, uniform in [1 − spread, 1 + spread]).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -84,20 +85,24 @@ def gaussian(keys: np.ndarray, salt: int) -> np.ndarray:
 
     Worked out in blocks whose temporaries stay in the core's cache (a day at 150,000 identities draws
     three such vectors a minute; streamed whole, each of the dozens of passes goes out to memory)."""
-    n = len(keys)
-    out = np.empty(n)
-    m = min(n, _BLOCK)
-    z, scratch, u2 = np.empty(m, dtype=np.uint64), np.empty(m, dtype=np.uint64), np.empty(m)
-    for s in range(0, n, _BLOCK):
-        e = min(n, s + _BLOCK)
-        k = e - s
-        _box_muller(keys[s:e], salt, out[s:e], u2[:k], z[:k], scratch[:k])
+    out = np.empty(len(keys))
+    for _ in _normal_blocks(keys, salt, out):
+        pass
     return out
 
 
 def scale_by_noise(out: np.ndarray, keys: np.ndarray, salt: int, noise: np.ndarray) -> None:
     """out *= 1 + noise * gaussian(keys, salt), in place, block by block (the same operations in the same
     order per element, so the same bits, without three more passes over the whole vectors)."""
+    for s, e, g in _normal_blocks(keys, salt):
+        g *= noise[s:e]
+        g += 1.0
+        out[s:e] *= g
+
+
+def _normal_blocks(keys: np.ndarray, salt: int, out: np.ndarray | None = None) -> Iterator[tuple[int, int, np.ndarray]]:
+    """(start, end, the normals of keys[start:end]) block by block, the normals written into out[start:end]
+    when `out` is given (else into a buffer reused by the next block)."""
     n = len(keys)
     m = min(n, _BLOCK)
     g, u2 = np.empty(m), np.empty(m)
@@ -105,11 +110,9 @@ def scale_by_noise(out: np.ndarray, keys: np.ndarray, salt: int, noise: np.ndarr
     for s in range(0, n, _BLOCK):
         e = min(n, s + _BLOCK)
         k = e - s
-        gb = g[:k]
+        gb = out[s:e] if out is not None else g[:k]
         _box_muller(keys[s:e], salt, gb, u2[:k], z[:k], scratch[:k])
-        gb *= noise[s:e]
-        gb += 1.0
-        out[s:e] *= gb
+        yield s, e, gb
 
 
 # Elements per block of `gaussian`: four 256 KiB buffers.

@@ -340,9 +340,10 @@ class RowCache:
             self._entries[key] = e
         elif e[3] != len(log):
             values = e[4]
-            rows = _pending(log, e[3])
+            pending = _pending(log, e[3])
+            rows = pending.rows
             if some is not None and len(rows) > self._few:
-                changed = _pending_array(rows)
+                changed = _pending_array(pending)
                 values[changed] = some(changed)
             else:
                 for r in rows:
@@ -352,27 +353,38 @@ class RowCache:
         return e[4]  # type: ignore[no-any-return]
 
 
-_PENDING: list[Any] = [None, -1, -1, set(), None]
+class _Pending:
+    """The last answer of `_pending` (replaced whole, never changed but for its array made once)."""
+
+    __slots__ = ("log", "start", "end", "rows", "array")
+
+    def __init__(self, log: list[int] | None, start: int, end: int, rows: set[int]) -> None:
+        self.log, self.start, self.end, self.rows = log, start, end, rows
+        self.array: np.ndarray | None = None
 
 
-def _pending(log: list[int], start: int) -> set[int]:
+_LAST_PENDING = _Pending(None, -1, -1, set())
+
+
+def _pending(log: list[int], start: int) -> _Pending:
     """The distinct rows logged since `start`. The caches of one pod shape (the fit verdict, both resource
     scores) were last read together, so they ask the same question in a row: the last answer is kept (a
     log only grows until it is replaced by a new list)."""
-    p = _PENDING
+    global _LAST_PENDING
+    last = _LAST_PENDING
     end = len(log)
-    if p[0] is not log or p[1] != start or p[2] != end:
-        p[:] = [log, start, end, set(log[start:]), None]
-    return p[3]  # type: ignore[no-any-return]
+    if last.log is not log or last.start != start or last.end != end:
+        last = _LAST_PENDING = _Pending(log, start, end, set(log[start:]))
+    return last
 
 
-def _pending_array(rows: set[int]) -> np.ndarray:
-    """`rows` (the last `_pending` answer) as an array, made once."""
-    p = _PENDING
-    if p[4] is None or p[3] is not rows:
+def _pending_array(p: _Pending) -> np.ndarray:
+    """The rows of `p` as an array, made once."""
+    arr = p.array
+    if arr is None:
         # Each row once (np.unique costs more than the set for the few dozen rows usually pending).
-        p[4] = np.fromiter(rows, dtype=np.int64, count=len(rows))
-    return p[4]  # type: ignore[no-any-return]
+        arr = p.array = np.fromiter(p.rows, dtype=np.int64, count=len(p.rows))
+    return arr
 
 
 def least_allocated_one(t: NodeTable, r: int, resources: list[str], pod_req: np.ndarray, weights: np.ndarray,
