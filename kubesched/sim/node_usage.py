@@ -85,8 +85,7 @@ class ResourceUsage:
         # Bumped when a slot is taken or given back; the live slots, their usage rows and nodes are kept
         # for the version they were gathered at.
         self._slots_version = 0
-        # (slots version, live slots, their usage rows, their nodes, all on a node, their CPU limits or None)
-        self._live: tuple[Any, ...] | None = None
+        self._live: _LiveSlots | None = None
         self.dirty = True
         self.version = 0
         # Usage identities.
@@ -375,9 +374,10 @@ class ResourceUsage:
             self.table.evaluate(self.sim.t, np.unique(np.array(self._fresh_rows, dtype=np.int64)))
             self._fresh_rows = []
         s = self.slots
-        live, rows, _ = self._live_slots()
-        cpu = np.minimum(self.table.values("cpu")[rows], self._live_cpu_limits())
-        mem = self.table.values("memory")[rows]  # a gather: already a new array
+        c = self._live_slots()
+        live = c.slots
+        cpu = np.minimum(self.table.values("cpu")[c.rows], c.cpu_limits)
+        mem = self.table.values("memory")[c.rows]  # a gather: already a new array
         down = s["down"][live] > self.sim.t
         if down.any():
             cpu[down] = 0.0
@@ -386,37 +386,23 @@ class ResourceUsage:
         s["mem"][live] = mem
         return live, down
 
-    def _live_slots(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The live slots (ascending), their usage rows and their nodes, gathered once per slot change."""
+    def _live_slots(self) -> _LiveSlots:
+        """The live slots and what is gathered of them, once per slot change."""
         c = self._live
-        if c is None or c[0] != self._slots_version:
-            s = self.slots
-            live = np.flatnonzero(s["live"])
-            nodes = s["node"][live]
-            # Whether every live slot is on a node (the usual case: no per-step masking then).
-            c = self._live = (self._slots_version, live, s["row"][live], nodes, bool((nodes >= 0).all()), None)
-        return c[1], c[2], c[3]
-
-    def _live_cpu_limits(self) -> np.ndarray:
-        """The live slots' CPU limits (set when a slot is taken, so gathered once per slot change)."""
-        self._live_slots()
-        c = self._live
-        assert c is not None
-        if c[5] is None:
-            c = self._live = (*c[:5], self.slots["lim_cpu"][c[1]])
-        return c[5]  # type: ignore[no-any-return]
+        if c is None or c.version != self._slots_version:
+            c = self._live = _LiveSlots(self._slots_version, self.slots)
+        return c
 
     def aggregate(self, live: np.ndarray) -> None:
         """Node sums of the slots' usage, CPU shared out where a node's demand exceeds its capacity."""
         s = self.slots
         n = self.n
-        cached, _, cached_nodes = self._live_slots()
+        c = self._live_slots()
         all_placed = False
-        if live is cached:
+        if live is c.slots:
             # No slot changed since `compute` gathered them: all live, each on its node.
-            nodes = cached_nodes
-            assert self._live is not None
-            all_placed = self._live[4]
+            nodes = c.nodes
+            all_placed = c.all_placed
         else:
             live = live[s["live"][live]]
             nodes = s["node"][live]
@@ -453,6 +439,21 @@ class ResourceUsage:
         if self.dirty:
             live, _ = self.compute()
             self.aggregate(live)
+
+
+class _LiveSlots:
+    """The live slots (ascending) at one slots version, their usage rows, nodes and CPU limits (all set when
+    a slot is taken), and whether every one is on a node (the usual case: no per-step masking then)."""
+
+    __slots__ = ("version", "slots", "rows", "nodes", "cpu_limits", "all_placed")
+
+    def __init__(self, version: int, s: Any) -> None:
+        self.version = version
+        self.slots = np.flatnonzero(s["live"])
+        self.rows = s["row"][self.slots]
+        self.nodes = s["node"][self.slots]
+        self.cpu_limits = s["lim_cpu"][self.slots]
+        self.all_placed = bool((self.nodes >= 0).all())
 
 
 def _limits(pod: Pod) -> tuple[float, float]:
