@@ -466,3 +466,80 @@ def test_node_usage_sums_equal_a_pass_over_every_slot(tmp_path: Path, monkeypatc
                                                                                 "noise": 0.2}}}],
         nodes=2)
     assert seen["calls"] > 20 and seen["throttled"] and seen["down"]
+
+
+def test_usage_full_step_equals_the_per_row_form() -> None:
+    """A full usage step (the diurnal wave worked out once per distinct period and peak, the spike-start
+    chance kept while the models stand) gives, bit for bit, what the per-row form gives: with workloads that
+    share and do not share their wave, and models changed mid-run."""
+    def level(v: Any) -> Any:
+        return parse_level(v, "f", "cpu", None)
+
+    def models(shift: float) -> list[ModelSpec]:
+        out = []
+        for i in range(7):
+            out.append(ModelSpec("diurnal", {"mean": level(0.5 + 0.1 * i), "amplitude": level(0.3)},
+                                 period=(12 + 6 * (i % 3)) * 3600.0, peak_at=(i % 2) * 5 * 3600.0 + shift,
+                                 noise=0.1 * (i % 2)))
+            out.append(ModelSpec("spikes", {"base": level(0.2), "peak": level(1.5 + i)}, rate_per_hour=1 + 3 * (i % 3),
+                                 spike_duration=600))
+        return out
+
+    def table() -> UsageTable:
+        u = UsageTable(9, 1_700_000_000.0, 60.0)
+        ms = models(0.0)
+        for j in range(120):
+            u.assign(u.identity(f"w#{j}"), "cpu", ms[j % len(ms)], 1000.0 + j)
+        return u
+
+    full, rows = table(), table()
+    changed = models(1800.0)
+    for k in range(600):
+        if k == 300:  # new models for a third of the identities: the kept values must go
+            for u in (full, rows):
+                for j in range(0, 120, 3):
+                    u.assign(j, "cpu", changed[(j + 1) % len(changed)], 1000.0)
+        full.evaluate(k * 60.0)
+        rows.evaluate(k * 60.0, np.arange(rows.n))
+        assert full.values("cpu").tobytes() == rows.values("cpu").tobytes(), k
+    assert len(np.unique(full.values("cpu"))) > 20
+
+
+def test_metrics_samples_copy_only_up_to_the_last_live_slot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sample's slot columns stop at the last live slot and share the serials while no slot changes: every
+    slot past the end is free (no usage, no pod), so each pod's view reads what full copies would give."""
+    from kubesched.sim.node_usage import ResourceUsage
+
+    real = ResourceUsage.slot_copies
+    seen = {"calls": 0, "trimmed": 0, "shared": 0}
+    last: list[Any] = [None]
+
+    def slot_copies(self: ResourceUsage) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        cpu, mem, serial = real(self)
+        s, end = self.slots, len(cpu)
+        seen["calls"] += 1
+        seen["trimmed"] += end < self.slots.cap
+        seen["shared"] += last[0] is serial
+        last[0] = serial
+        assert len(mem) == len(serial) == end
+        assert cpu.tobytes() == s["cpu"][:end].tobytes() and mem.tobytes() == s["mem"][:end].tobytes()
+        assert serial.tolist() == s["serial"][:end].tolist()
+        assert not s["live"][end:].any() and not s["cpu"][end:].any() and not s["mem"][end:].any()
+        assert (s["serial"][end:] == -1).all()
+        return cpu, mem, serial
+
+    monkeypatch.setattr(ResourceUsage, "slot_copies", slot_copies)
+    policy = {"apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerPolicy",
+              "metricsProviders": [{"source": "KubernetesMetrics"}],
+              "profiles": [{"name": "p", "pluginConfig": [
+                  {"name": "DefaultEvictor"},
+                  {"name": "LowNodeUtilization", "args": {"thresholds": {"cpu": 20}, "targetThresholds": {"cpu": 30},
+                                                          "metricsUtilization": {"source": "KubernetesMetrics"}}}],
+                  "plugins": {"balance": {"enabled": ["LowNodeUtilization"]}}}]}
+    e = run(tmp_path, [{"object": deploy("hot", 6, cpu="250m"),
+                        "usage": {"cpu": {"model": "randomWalk", "start": 2.0, "step": 1.5, "min": 0.2, "max": 8.0}}},
+                       {"object": deploy("plain", 3, cpu="250m"), "usage": {"cpu": 0.5}}],
+            nodes=3, descheduler={"policy": policy, "interval": "2m"},
+            metrics={"samplingInterval": "15s", "window": "1m", "delay": "30s"})
+    assert seen["calls"] > 20 and seen["trimmed"] == seen["calls"] and seen["shared"]
+    assert e.result.descheduler_cycles and len(e.rec.evictions)  # type: ignore[attr-defined]

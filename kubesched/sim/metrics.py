@@ -285,17 +285,16 @@ class MetricsDriver:
         u = self.usage
         u.current()
         n = u.n
-        present = u.col("present")
-        node_cpu = np.where(present, u.col("cpu"), np.nan)
-        node_mem = np.where(present, u.col("mem") + u.system_reserved_memory, np.nan)
-        slots = u.slots
         last = self.pipeline.samples[-1] if self.pipeline.samples else None
         if last is not None and last.version == u.version and len(last.node_cpu) == n:
             sample = Sample(self.sim.t, last.node_cpu, last.node_mem, last.slot_cpu, last.slot_mem, last.slot_key,
                             u.version)
         else:
-            sample = Sample(self.sim.t, node_cpu, node_mem, slots["cpu"].copy(), slots["mem"].copy(),
-                            slots["serial"].copy(), u.version)
+            present = u.col("present")
+            node_cpu = np.where(present, u.col("cpu"), np.nan)
+            node_mem = np.where(present, u.col("mem") + u.system_reserved_memory, np.nan)
+            slot_cpu, slot_mem, slot_key = u.slot_copies()
+            sample = Sample(self.sim.t, node_cpu, node_mem, slot_cpu, slot_mem, slot_key, u.version)
         self.pipeline.add(sample)
         self.sim.push(self.sim.t + self.pipeline.sampling_interval, ORDER_SAMPLE, self.sample)
 

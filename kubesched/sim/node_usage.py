@@ -86,6 +86,8 @@ class ResourceUsage:
         # for the version they were gathered at.
         self._slots_version = 0
         self._live: _LiveSlots | None = None
+        # The serials a metrics sample last copied, and the slots version they were copied at.
+        self._serials_copy: tuple[int, np.ndarray] | None = None
         self.dirty = True
         self.version = 0
         # Usage identities.
@@ -385,6 +387,20 @@ class ResourceUsage:
         s["cpu"][live] = cpu
         s["mem"][live] = mem
         return live, down
+
+    def slot_copies(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Copies of the slots' CPU, memory and serial columns for a metrics sample (call `current` first).
+
+        Only the slots up to the last live one are copied: every later slot is free (usage 0, serial -1),
+        as a slot past the end of a copy reads. The serials change only when a slot is taken or given back,
+        so samples between such changes share one copy (samples never modify them)."""
+        c = self._live_slots()
+        end = int(c.slots[-1]) + 1 if len(c.slots) else 0
+        s = self.slots
+        serials = self._serials_copy
+        if serials is None or serials[0] != self._slots_version:
+            serials = self._serials_copy = (self._slots_version, s["serial"][:end].copy())
+        return s["cpu"][:end].copy(), s["mem"][:end].copy(), serials[1]
 
     def _live_slots(self) -> _LiveSlots:
         """The live slots and what is gathered of them, once per slot change."""

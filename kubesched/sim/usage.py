@@ -18,8 +18,9 @@ drawn once, uniform in [1 − spread, 1 + spread]).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -175,6 +176,8 @@ class _Resource:
         self.value = np.zeros(cap)
         # Positions of each model (and of the noisy rows) among the first n rows, while no model changes.
         self._groups: tuple[int, dict[int, np.ndarray]] | None = None
+        # Values worked out from the model parameters of those rows, kept as long as the positions.
+        self._derived: dict[str, Any] = {}
 
     def changed(self) -> None:
         """A row's model, noise or trace changed: the cached positions go."""
@@ -183,7 +186,16 @@ class _Resource:
     def groups(self, n: int) -> dict[int, np.ndarray]:
         if self._groups is None or self._groups[0] != n:
             self._groups = (n, _groups(self.code[:n], self.noise[:n]))
+            self._derived = {}
         return self._groups[1]
+
+    def derived(self, name: str, compute: Callable[..., Any], *args: Any) -> Any:
+        """compute(*args), a value of the parameters of the rows `groups` last gave, kept until the positions
+        go (the parameters change only with a row's model)."""
+        v = self._derived.get(name)
+        if v is None:
+            v = self._derived[name] = compute(*args)
+        return v
 
     def grow(self, cap: int) -> None:
         for name in ("code", "a", "b", "c", "d", "noise", "factor", "state", "started", "last_step", "trace", "value"):
@@ -196,6 +208,17 @@ class _Resource:
 
 
 NOISY = -1  # the key of the noisy rows' positions in a _groups map
+
+
+def _distinct_pairs(r: _Resource, ix: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct (period, peak) pairs of rows ix as two arrays, and for each row the index of its pair."""
+    pairs, which = np.unique(np.stack([r.c[ix], r.d[ix]], axis=1), axis=0, return_inverse=True)
+    return pairs[:, 0].copy(), pairs[:, 1].copy(), which.reshape(-1)
+
+
+def _spike_start_chance(r: _Resource, ix: np.ndarray, step: float) -> np.ndarray:
+    """The chance that a spike starts within one step, per row of ix (a Poisson process at the row's rate)."""
+    return 1.0 - np.exp(-r.c[ix] * step)  # type: ignore[no-any-return]
 
 
 def _groups(code: np.ndarray, noise: np.ndarray) -> dict[int, np.ndarray]:
@@ -337,7 +360,14 @@ class UsageTable:
             if pos is not None:
                 ix = pos if full else rows[pos]
                 tod = self.start_epoch + t
-                out[pos] = r.a[ix] + r.b[ix] * np.cos(2.0 * np.pi * np.mod(tod - r.d[ix], r.c[ix]) / r.c[ix])
+                if full:
+                    # The wave depends on the period and the peak only, which the rows of a workload share:
+                    # worked out once per distinct pair and gathered (the same operations on the same numbers).
+                    periods, peaks, which = r.derived("diurnal", _distinct_pairs, r, ix)
+                    wave = np.cos(2.0 * np.pi * np.mod(tod - peaks, periods) / periods)[which]
+                else:
+                    wave = np.cos(2.0 * np.pi * np.mod(tod - r.d[ix], r.c[ix]) / r.c[ix])
+                out[pos] = r.a[ix] + r.b[ix] * wave
             pos = groups.get(RANDOM_WALK)
             if pos is not None:
                 ix = pos if full else rows[pos]
@@ -355,7 +385,9 @@ class UsageTable:
             if pos is not None:
                 ix = pos if full else rows[pos]
                 active = r.state[ix] > t
-                p = 1.0 - np.exp(-r.c[ix] * self.step_seconds)
+                # The chance of a spike starting in a step: fixed by the rate, so worked out once over every row.
+                p = r.derived("spike_start", _spike_start_chance, r, ix, self.step_seconds) if full \
+                    else _spike_start_chance(r, ix, self.step_seconds)
                 starts = (~active) & (r.last_step[ix] < k) & (uniform(step_key[pos], salt + 2) < p)
                 r.state[ix[starts]] = t + r.d[ix[starts]]
                 r.last_step[ix] = k
