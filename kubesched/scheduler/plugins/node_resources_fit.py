@@ -17,7 +17,7 @@ import numpy as np
 from kubesched.api import fields
 from kubesched.api.objects import Pod
 from kubesched.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_extended_resource, scheduler_request
-from kubesched.cluster.state import ClusterState, NodeInfo
+from kubesched.cluster.state import ClusterState, NodeInfo, NodeTable
 from kubesched.config.plugin_args import PluginArgs
 from kubesched.errors import InputError
 from kubesched.scheduler.framework import (
@@ -135,6 +135,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         # admission refuses negative ones); RequestedToCapacityRatio is checked by the framework.
         self.scores_in_range = self.strategy in (LEAST_ALLOCATED, MOST_ALLOCATED)
         self._row_cache = ra.RowCache()
+        self._one_args: dict[int, tuple[np.ndarray, NodeTable, list[tuple[int, bool, int]], list[int], list[int]]] = {}
         self._checks_memo: dict[int, tuple[Any, Any, list[tuple[int, int]], Any]] = {}
         self.resources = [r.name for r in strategy.resources]
         self.weights = np.array([r.weight for r in strategy.resources], dtype=np.int64)
@@ -237,8 +238,14 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             return some(slice(0, t.n))
 
         def one(r: int) -> bool:
-            return bool(int(t.pod_count[r]) < int(t.allowed_pods[r])
-                        and all(int(t.requested[r, col]) <= int(t.alloc[r, col]) - v for col, v in checks))
+            rn = ra.row_numbers(t, r)
+            if rn.pod_count >= rn.allowed_pods:
+                return False
+            requested, alloc = rn.requested, rn.alloc
+            for col, v in checks:
+                if requested[col] > alloc[col] - v:
+                    return False
+            return True
 
         # The verdict on a node reads only that node's numbers: kept per request shape, row by row.
         return self._row_cache.values(t, key, full, one, some)[rows]
@@ -277,8 +284,17 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             def full() -> np.ndarray:
                 return some(np.arange(t.n))
 
+            # The scalar form's columns and numbers as Python values, once per request shape (shared array).
+            args = self._one_args.get(id(pod_req))
+            if args is None or args[0] is not pod_req or args[1] is not t:
+                if len(self._one_args) > 256:
+                    self._one_args.clear()
+                args = self._one_args[id(pod_req)] = (
+                    pod_req, t, ra.used_columns(t, self.resources, False), pod_req.tolist(), self.weights.tolist())
+            _, _, cols, req_list, weights = args
+
             def one(r: int) -> int:
-                return ra.least_allocated_one(t, r, self.resources, pod_req, self.weights, False)
+                return ra.least_allocated_one(t, r, cols, req_list, weights)
 
             return self._row_cache.values(t, ("least", pod_req.tobytes()), full, one, some)[rows]
         requested, alloc = ra.allocatable_requested(cluster, rows, self.resources, pod_req, False)

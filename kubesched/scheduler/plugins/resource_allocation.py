@@ -387,27 +387,68 @@ def _pending_array(p: _Pending) -> np.ndarray:
     return arr
 
 
-def least_allocated_one(t: NodeTable, r: int, resources: list[str], pod_req: np.ndarray, weights: np.ndarray,
-                        use_requested: bool) -> int:
-    """`least_allocated_columns` for one row, in Python integers (same results)."""
-    num = den = 0
-    for j, res in enumerate(resources):
+class RowNumbers:
+    """One table row's numbers as Python ints: read once for every cache that recomputes the row (the fit
+    verdict and both resource scores read the same few numbers; NumPy scalar reads cost more than the sums)."""
+
+    __slots__ = ("pod_count", "allowed_pods", "requested", "alloc", "non_zero")
+
+    def __init__(self, t: NodeTable, r: int) -> None:
+        self.pod_count: int = t.pod_count.item(r)
+        self.allowed_pods: int = t.allowed_pods.item(r)
+        self.requested: list[int] = t.requested[r].tolist()
+        self.alloc: list[int] = t.alloc[r].tolist()
+        self.non_zero: list[int] = t.non_zero[r].tolist()
+
+
+# The rows read since the table last changed: (table, its change log, the log's length, the number of columns,
+# the rows). Replaced whole on any change (every change of a row's numbers is logged; a new column is not).
+_ROW_NUMBERS: tuple[NodeTable | None, list[int] | None, int, int, dict[int, RowNumbers]] = (None, None, -1, -1, {})
+
+
+def row_numbers(t: NodeTable, r: int) -> RowNumbers:
+    """Row r's current numbers."""
+    global _ROW_NUMBERS
+    table, log, end, width, rows = _ROW_NUMBERS
+    cur = t.changed_rows
+    if table is not t or log is not cur or end != len(cur) or width != len(t.resources):
+        rows = {}
+        _ROW_NUMBERS = (t, cur, len(cur), len(t.resources), rows)
+    rn = rows.get(r)
+    if rn is None:
+        rn = rows[r] = RowNumbers(t, r)
+    return rn
+
+
+def used_columns(t: NodeTable, resources: list[str], use_requested: bool) -> list[tuple[int, bool, int]]:
+    """Per resource, where `least_allocated_one` reads it: (allocatable column, whether the requests are the
+    `requested` column (else `non_zero`), the column there)."""
+    out = []
+    for res in resources:
         col = t.column[res]
-        a = int(t.alloc[r, col])
-        used = int(t.requested[r, col]) if use_requested else int(t.non_zero[r, 0 if res == CPU else 1])
-        req = used + int(pod_req[j])
-        w = int(weights[j])
+        out.append((col, use_requested, col if use_requested else (0 if res == CPU else 1)))
+    return out
+
+
+def least_allocated_one(t: NodeTable, r: int, cols: list[tuple[int, bool, int]], pod_req: list[int],
+                        weights: list[int]) -> int:
+    """`least_allocated_columns` for one row, in Python integers (same results); cols from `used_columns`."""
+    rn = row_numbers(t, r)
+    num = den = 0
+    for (col, requested, used_col), req, w in zip(cols, pod_req, weights, strict=True):
+        a = rn.alloc[col]
+        req += rn.requested[used_col] if requested else rn.non_zero[used_col]
         num += (0 if req > a else (a - req) * 100 // a) * w
         den += w
     return num // den if den else 0
 
 
-def balanced_one(t: NodeTable, r: int, resources: list[str], pod_req: np.ndarray) -> int:
-    """`balanced_columns` for two resources on one row, in Python floats (the same IEEE operations)."""
-    fr = []
-    for j, res in enumerate(resources):
-        col = t.column[res]
-        req = int(t.requested[r, col]) + int(pod_req[j])
-        fr.append(min(float(req) / float(int(t.alloc[r, col])), 1.0))
-    std = abs((fr[0] - fr[1]) / 2)
+def balanced_one(t: NodeTable, r: int, cols: list[int], pod_req: list[int]) -> int:
+    """`balanced_columns` for two resources on one row, in Python floats (the same IEEE operations); cols:
+    the resources' columns."""
+    rn = row_numbers(t, r)
+    c0, c1 = cols
+    f0 = min(float(rn.requested[c0] + pod_req[0]) / float(rn.alloc[c0]), 1.0)
+    f1 = min(float(rn.requested[c1] + pod_req[1]) / float(rn.alloc[c1]), 1.0)
+    std = abs((f0 - f1) / 2)
     return int((1 - std) * 100)
