@@ -150,6 +150,46 @@ def test_row_caches_follow_every_change(seed: int, n_shapes: int, monkeypatch: p
         assert batches and max(batches) > 8
 
 
+def test_row_numbers_follow_the_table() -> None:
+    """The scalar forms' row numbers, read once per row between changes, are the table's current numbers:
+    after a bind, a deletion, a node update, a new resource column and a reset change log."""
+    rnd = random.Random(3)
+    cluster = ClusterState()
+    for i in range(5):
+        cluster.add(parse_node(_node(i, rnd)))
+    t = cluster.table
+
+    def check() -> None:
+        for r in range(t.n):
+            rn = ra.row_numbers(t, r)
+            assert (rn.pod_count, rn.allowed_pods) == (int(t.pod_count[r]), int(t.allowed_pods[r]))
+            assert rn.requested == t.requested[r].tolist() and rn.alloc == t.alloc[r].tolist()
+            assert rn.non_zero == t.non_zero[r].tolist()
+
+    check()
+    before = ra.row_numbers(t, 2)
+    assert ra.row_numbers(t, 2) is before  # read once while nothing changes
+    pod = parse_pod(_pod("p", rnd))
+    cluster.add(pod)
+    cluster.bind(pod, "n2")
+    assert ra.row_numbers(t, 2) is not before
+    check()
+    cluster.delete(cluster.pods[pod.key])
+    check()
+    cluster.update(parse_node(_node(1, rnd)))
+    check()
+    width = len(t.resources)
+    raw = _node(3, rnd)
+    raw["status"]["allocatable"]["example.com/gpu"] = "2"
+    cluster.update(parse_node(raw))
+    assert len(t.resources) == width + 1
+    check()
+    t.changed_rows.extend([0] * ((1 << 16) - len(t.changed_rows)))  # the next change starts a new log
+    cluster.update(parse_node(_node(0, rnd)))
+    assert len(t.changed_rows) == 1
+    check()
+
+
 def test_column_fast_paths_equal_the_matrix_forms() -> None:
     rng = np.random.default_rng(1)
     alloc = rng.integers(1, 10_000, size=(300, 2))
