@@ -225,6 +225,11 @@ def test_metrics_collector_from_usage_reads_pods_from_the_given_table() -> None:
         mc.pod_usage("default", "q", ["cpu"])
     assert table.asked == ["default/p", "default/q"]
     assert not MetricsCollector.from_usage({}, {}).has_synced
+    # A table the caller gives up is kept as it is; otherwise the collector keeps a copy in Python ints.
+    given = {"a": {"cpu": 1500, "memory": 2048}}
+    assert MetricsCollector.from_usage(given, table, adopt=True).nodes is given
+    copied = MetricsCollector.from_usage({"a": {"cpu": np.int64(7), "memory": 2.0}}, table).nodes
+    assert copied == {"a": {"cpu": 7, "memory": 2}} and type(copied["a"]["cpu"]) is int
     # A given table is read-only to the collector.
     with pytest.raises(TypeError):
         mc.add_objects([{"kind": "PodMetrics", "metadata": {"name": "x"}, "containers": []}])

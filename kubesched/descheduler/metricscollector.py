@@ -125,13 +125,19 @@ class MetricsCollector:
 
     @classmethod
     def from_usage(cls, nodes: Mapping[str, Mapping[str, int]], pods: PodMetricsTable,
-                   node_selector: LabelSelector | None = None) -> MetricsCollector:
+                   node_selector: LabelSelector | None = None, *, adopt: bool = False) -> MetricsCollector:
         """A collector that has collected already: per node {"cpu": millicores, "memory": bytes} as the
         smoothing left them, and pod usage from `pods`, kept as given (it may be computed on demand).
-        It has synced when some node has usage."""
+        It has synced when some node has usage.
+
+        With `adopt`, `nodes` is a dict of such dicts holding Python ints that the caller gives up: the
+        collector keeps it as its own table instead of copying it."""
         mc = cls(node_selector, pods=pods)
-        for name, usage in nodes.items():
-            mc.nodes[name] = {"cpu": int(usage["cpu"]), "memory": int(usage["memory"])}
+        if adopt and isinstance(nodes, dict):
+            mc.nodes = nodes  # type: ignore[assignment]
+        else:
+            for name, usage in nodes.items():
+                mc.nodes[name] = {"cpu": int(usage["cpu"]), "memory": int(usage["memory"])}
         mc.has_synced = bool(mc.nodes)
         return mc
 

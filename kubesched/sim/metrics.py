@@ -344,7 +344,7 @@ class MetricsDriver:
             return sp.slot, sp.serial
 
         return MetricsCollector.from_usage(
-            nodes, LazyPodMetrics(view, locate, lambda: [sp.key for sp in pods.values() if sp.slot >= 0]))
+            nodes, LazyPodMetrics(view, locate, lambda: [sp.key for sp in pods.values() if sp.slot >= 0]), adopt=True)
 
 
 def _grown(a: np.ndarray, n: int) -> np.ndarray:
