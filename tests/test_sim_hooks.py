@@ -19,7 +19,7 @@ from kubesched.config.descheduler_policy import parse_descheduler_policy
 from kubesched.config.plugin_args import build_args
 from kubesched.descheduler.descheduler import Descheduler
 from kubesched.descheduler.framework import BalancePlugin, Status
-from kubesched.descheduler.metricscollector import MetricsCollector
+from kubesched.descheduler.metricscollector import MetricsCollector, NodeUsageColumns
 from kubesched.descheduler.registry import Registry
 from kubesched.metrics.base import Metric, Metrics, MetricsFeed, MetricsSource, NodeUsage, Window
 from kubesched.metrics.kubernetes_metrics import metrics_from_objects
@@ -214,6 +214,39 @@ class LazyTable(Mapping[str, list[tuple[str, dict[str, Fraction]]]]):
 
     def __len__(self) -> int:
         return 1
+
+
+def test_node_usage_columns_read_as_the_dict_they_stand_for() -> None:
+    """The simulator's node table in columns reads as the dict of per-node dicts it replaces: the same
+    entries in the same order, absent where not ok or past the columns, and the actual-usage client's
+    matrix and missing-node error are the same from either."""
+    from kubesched.descheduler.plugins.nodeutilization import ActualUsageClient, UsageError
+
+    positions = {"a": 0, "b": 1, "c": 2, "late": 3}
+    cols = NodeUsageColumns(positions, [1500, 250, 900], [2048, 10, 7], [True, False, True])
+    as_dict = {"a": {"cpu": 1500, "memory": 2048}, "c": {"cpu": 900, "memory": 7}}
+    assert dict(cols) == as_dict and list(cols) == ["a", "c"] and len(cols) == 2
+    assert "b" not in cols and "late" not in cols and cols.get("zz") is None
+    with pytest.raises(KeyError):
+        cols["b"]  # noqa: B018
+    cluster = ClusterState()
+    for name in ("a", "b", "c"):
+        cluster.add(parse_node({"kind": "Node", "metadata": {"name": name},
+                                "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}))
+    cluster.add(parse_pod({"kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
+                           "spec": {"nodeName": "c", "containers": [{"name": "c"}]}}))
+    nodes = [cluster.nodes["c"], cluster.nodes["a"]]
+    got = []
+    for table in (cols, as_dict):
+        mc = MetricsCollector.from_usage(table, {}, adopt=True)
+        assert mc.nodes is table and mc.all_nodes_usage() == {n: mc.node_usage_of(n) for n in as_dict}
+        for names in (["cpu", "memory", "pods"], ["pods", "cpu"]):
+            client = ActualUsageClient(cluster, names, mc)
+            client.sync(nodes)
+            got.append(client.node_usage().tolist())
+        with pytest.raises(UsageError, match="unable to find node 'b' in the collected metrics"):
+            ActualUsageClient(cluster, ["cpu", "memory"], mc).sync([cluster.nodes["b"]])
+    assert got[:2] == got[2:] == [[[900, 7, 1], [1500, 2048, 0]], [[1, 900], [0, 1500]]]
 
 
 def test_metrics_collector_from_usage_reads_pods_from_the_given_table() -> None:

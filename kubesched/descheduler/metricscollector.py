@@ -14,7 +14,7 @@ read from any mapping — a lazily computed one is asked only about the pods a s
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, MutableMapping
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass
 from datetime import datetime
 from fractions import Fraction
@@ -54,6 +54,37 @@ def _usage(raw: Any, fld: str) -> dict[str, Fraction]:
     if not isinstance(raw, dict):
         raise InputError("expected a map of resource to quantity", field=fld)
     return parse_resource_list(raw, fld)
+
+
+class NodeUsageColumns(Mapping[str, dict[str, int]]):
+    """A collected node table in columns, read-only: node name → position, and per position the CPU
+    (millicores) and memory (bytes) as Python ints; a position whose `ok` is false, or past its end, has no
+    usage. A caller that keeps usage per node id hands it over without a dict per node."""
+
+    __slots__ = ("positions", "cpu", "memory", "ok")
+
+    def __init__(self, positions: Mapping[str, int], cpu: list[int], memory: list[int], ok: list[bool]) -> None:
+        self.positions, self.cpu, self.memory, self.ok = positions, cpu, memory, ok
+
+    def position(self, name: str) -> int | None:
+        """The node's position when it has usage."""
+        i = self.positions.get(name)
+        if i is None or i >= len(self.ok) or not self.ok[i]:
+            return None
+        return i
+
+    def __getitem__(self, name: str) -> dict[str, int]:
+        i = self.position(name)
+        if i is None:
+            raise KeyError(name)
+        return {"cpu": self.cpu[i], "memory": self.memory[i]}
+
+    def __iter__(self) -> Iterator[str]:
+        ok, m = self.ok, len(self.ok)
+        return (name for name, i in self.positions.items() if i < m and ok[i])
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 class MetricsCollector:
@@ -130,10 +161,10 @@ class MetricsCollector:
         smoothing left them, and pod usage from `pods`, kept as given (it may be computed on demand).
         It has synced when some node has usage.
 
-        With `adopt`, `nodes` is a dict of such dicts holding Python ints that the caller gives up: the
-        collector keeps it as its own table instead of copying it."""
+        With `adopt`, `nodes` (a dict of such dicts holding Python ints, or NodeUsageColumns) is one the
+        caller gives up: the collector keeps it as its own table instead of copying it."""
         mc = cls(node_selector, pods=pods)
-        if adopt and isinstance(nodes, dict):
+        if adopt and isinstance(nodes, (dict, NodeUsageColumns)):
             mc.nodes = nodes  # type: ignore[assignment]
         else:
             for name, usage in nodes.items():

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from kubesched.descheduler.metricscollector import MetricsCollector
+from kubesched.descheduler.metricscollector import MetricsCollector, NodeUsageColumns
 from kubesched.metrics.base import (
     AVERAGE,
     CPU_TYPE,
@@ -333,7 +333,8 @@ class MetricsDriver:
         ok = (u.nodes["present"][:m] & self.ema_seen).tolist()
         cpu = self.ema_cpu.astype(np.int64).tolist()
         mem = self.ema_mem.astype(np.int64).tolist()
-        nodes = {name: {"cpu": cpu[nid], "memory": mem[nid]} for name, nid in u.node_ids.items() if nid < m and ok[nid]}
+        # The ids stay (nodes only join), so the collector reads the columns through them, without a dict per node.
+        nodes = NodeUsageColumns(u.node_ids, cpu, mem, ok)
         view = self.pipeline.node_view(self.spec.metrics_server, self.sim.t)
         pods = self.sim.pods
 

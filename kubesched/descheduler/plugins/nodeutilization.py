@@ -32,6 +32,7 @@ from kubesched.cluster.state import ClusterState
 from kubesched.config.plugin_args import OMITEMPTY
 from kubesched.descheduler import nodeutil, podutil
 from kubesched.descheduler.framework import EvictionLimitError, EvictOptions, Handle
+from kubesched.descheduler.metricscollector import NodeUsageColumns
 from kubesched.descheduler.plugins._common import IncludeExclude
 from kubesched.diagnostics import warn
 from kubesched.errors import InputError
@@ -255,13 +256,21 @@ class ActualUsageClient(_PodsWhenAsked):
             # Every name is one the collector or the cluster has: no per-node check can fail, so the columns
             # are gathered as lists and converted one by one (the same int64 values).
             cpu, memory, pods = [], [], []
+            columns = collected_nodes if isinstance(collected_nodes, NodeUsageColumns) else None
             for n in nodes:
                 name = n.name
-                collected = collected_nodes.get(name)
-                if collected is None:
-                    raise UsageError(f"unable to find node {name!r} in the collected metrics")
-                cpu.append(collected["cpu"])
-                memory.append(collected["memory"])
+                if columns is not None:
+                    i = columns.position(name)
+                    if i is None:
+                        raise UsageError(f"unable to find node {name!r} in the collected metrics")
+                    cpu.append(columns.cpu[i])
+                    memory.append(columns.memory[i])
+                else:
+                    collected = collected_nodes.get(name)
+                    if collected is None:
+                        raise UsageError(f"unable to find node {name!r} in the collected metrics")
+                    cpu.append(collected["cpu"])
+                    memory.append(collected["memory"])
                 info = infos.get(name)
                 pods.append(len(info.pods) if info is not None else 0)
             usage = np.empty((len(nodes), len(names)), dtype=np.int64)
