@@ -363,6 +363,15 @@ def test_find_loops_placed_back_search_equals_a_scan(seed: int, monkeypatch: pyt
         assert [f.to_json() for f in find_loops(evictions, bindings, {}, window)] == found
 
 
+def test_stable_hash_hex_is_the_hash_number_in_hex() -> None:
+    """The one-call hex form the simulated API server makes uids with equals the part-by-part hash
+    printed as 16 hex digits, for parts of every kind (and so every uid a run gives stays the same)."""
+    from kubesched.api.hashing import stable_hash64, stable_hash64_hex
+
+    for parts in [(0,), (7, "Pod/default/web-abc12", 1), ("Pod/ns/x", 2**40), ("", ""), ("é\x00", None, 3.5)]:
+        assert stable_hash64_hex(*parts) == f"{stable_hash64(*parts):016x}"
+
+
 def test_usage_randomness_is_splitmix64_and_box_muller_bit_for_bit() -> None:
     """The usage models' random numbers (in-place NumPy passes) equal SplitMix64's published sequence and a
     scalar Box-Muller over it, bit for bit: a faster form must not change a scenario's numbers."""

@@ -13,3 +13,10 @@ def stable_hash64(*parts: Any) -> int:
         h.update(str(p).encode())
         h.update(b"\x00")
     return int.from_bytes(h.digest(), "little")
+
+
+def stable_hash64_hex(*parts: Any) -> str:
+    """`stable_hash64` as 16 hex digits (most significant first), hashed in one call: the same bytes as
+    the part-by-part updates, and the digest's bytes reversed are the little-endian number's."""
+    data = ("\x00".join([str(p) for p in parts]) + "\x00").encode()
+    return hashlib.blake2b(data, digest_size=8).digest()[::-1].hex()

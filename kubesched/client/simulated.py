@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kubesched.api.defaulting import admit_pod
-from kubesched.api.hashing import stable_hash64
+from kubesched.api.hashing import stable_hash64, stable_hash64_hex
 from kubesched.api.objects import ObjectMeta, Pod, parse_pod
 from kubesched.api.resources import RESOURCE_SHAPE_VALUES, scheduler_request
 from kubesched.client.inprocess import InProcessAPIServer
@@ -51,7 +51,8 @@ class SimulatedAPIServer(InProcessAPIServer):
     def new_uid(self, name: str) -> str:
         """A deterministic UUID-shaped uid (the seed, the object's name, and how many came before)."""
         self._uid_counter += 1
-        h = f"{stable_hash64(self.seed, name, self._uid_counter):016x}{stable_hash64(name, self._uid_counter):016x}"
+        n = self._uid_counter
+        h = stable_hash64_hex(self.seed, name, n) + stable_hash64_hex(name, n)
         return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
 
     def finish_termination(self, pod: Pod, cause: Cause = Cause.KUBELET) -> None:
