@@ -61,6 +61,9 @@ class RecordingEvictor:
     def sort(self, pods: list[Pod]) -> list[Pod]:
         return pods
 
+    has_sorters = False
+    filters_read_only_the_pod = True  # `filter` reads the pod's own fields
+
     def evict(self, pod: Pod, opts: EvictOptions) -> bool:
         if self.max_total is not None and len(self.evicted) >= self.max_total:
             raise EvictionLimitError("total", "total limit")

@@ -28,6 +28,7 @@ from kubesched.cluster.state import ClusterState
 from kubesched.config.descheduler_policy import parse_descheduler_policy
 from kubesched.descheduler import nodeutil, podutil
 from kubesched.descheduler.descheduler import Descheduler
+from kubesched.descheduler.evictor import ProfileEvictor
 from kubesched.descheduler.plugins import nodeutilization as nu
 from kubesched.descheduler.registry import default_registry
 
@@ -72,6 +73,15 @@ def pod_doc(i: int, rng: random.Random, node: str) -> dict[str, Any]:
                                                  "uid": "rs", "controller": True}]}
     if rng.random() < 0.15:
         meta["annotations"] = {podutil.PREFER_NO_EVICTION_ANNOTATION: ""}
+    unevictable = random.Random(i * 7919 + 17).random()  # its own stream: the clusters' other draws stay
+    if unevictable < 0.04:
+        del meta["ownerReferences"]  # a bare pod
+    elif unevictable < 0.08:
+        meta["ownerReferences"][0]["kind"] = "DaemonSet"
+    elif unevictable < 0.12:
+        meta["deletionTimestamp"] = "2023-12-31T23:59:00Z"
+    elif unevictable < 0.15:
+        spec["priority"] = 2000001000  # system-node-critical
     status: dict[str, Any] = {"phase": "Running"}
     if rng.random() < 0.15:
         status["qosClass"] = rng.choice(("Guaranteed", "Burstable", "BestEffort"))
@@ -247,7 +257,29 @@ def test_node_utilization_strategies_evict_what_the_plain_forms_evict(seed: int,
         client._listed = {i: list(client.cluster.pods_on(n.name)) for i, n in enumerate(nodes)}
 
     monkeypatch.setattr(nu._PodsWhenAsked, "_forget_pods", list_at_sync)
+    # Every pod of a source node filtered before the node's first eviction, as upstream does.
+    monkeypatch.setattr(ProfileEvictor, "filters_read_only_the_pod", property(lambda self: False))
     assert got == _run(objs, plugin, args)
+
+
+def test_only_pod_local_evictor_filters_let_strategies_filter_lazily() -> None:
+    """The default evictor's verdict reads only the pod unless minReplicas counts the owner's other pods."""
+    def evictor(args: dict[str, Any]) -> ProfileEvictor:
+        policy = parse_descheduler_policy({
+            "apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerPolicy",
+            "profiles": [{"name": "p", "pluginConfig": [{"name": "DefaultEvictor", "args": args},
+                                                        {"name": "LowNodeUtilization", "args": {
+                                                            "thresholds": {"cpu": 20}, "targetThresholds": {"cpu": 50}}}],
+                          "plugins": {"balance": {"enabled": ["LowNodeUtilization"]}}}]}, "<test>", default_registry())
+        d = Descheduler(cluster_of(objects(1)), policy, now=NOW, dry_run=False, min_ready_nodes=0)
+        ev = d.profiles[0].handle.evictor
+        assert isinstance(ev, ProfileEvictor)
+        return ev
+
+    assert evictor({}).filters_read_only_the_pod
+    assert evictor({"minPodAge": "5m", "ignorePvcPods": True, "labelSelector": {"matchLabels": {"a": "b"}}}
+                   ).filters_read_only_the_pod
+    assert not evictor({"minReplicas": 2}).filters_read_only_the_pod
 
 
 def test_the_random_clusters_evict() -> None:

@@ -139,6 +139,12 @@ class ProfileEvictor:
                 return False
         return True
 
+    @property
+    def filters_read_only_the_pod(self) -> bool:
+        """Whether every filter's verdict on a pod stays while other pods are evicted (each plugin says so
+        with a true `filter_reads_only_the_pod`; one that does not say is assumed to read other pods)."""
+        return all(getattr(f, "filter_reads_only_the_pod", False) for f in self.filters)
+
     def pre_eviction_filter(self, pod: Pod) -> bool:
         for f in self.pre_eviction_filters:
             if not f.pre_eviction_filter(pod):

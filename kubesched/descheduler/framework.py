@@ -58,6 +58,17 @@ class Evictor(Protocol):
 
     def sort(self, pods: list[Pod]) -> list[Pod]: ...
 
+    @property
+    def has_sorters(self) -> bool:
+        """Whether `sort` may change the order (without sorters it keeps the strategy's order)."""
+        ...
+
+    @property
+    def filters_read_only_the_pod(self) -> bool:
+        """Whether `filter`'s verdict on a pod stays while other pods are evicted (strategies may then filter
+        a node's pods as they reach them, after sorting)."""
+        ...
+
     def evict(self, pod: Pod, opts: EvictOptions) -> bool:
         """Evict (or, in dry-run, record) the pod. False when the eviction failed; raises
         EvictionLimitError when a limit stops it."""

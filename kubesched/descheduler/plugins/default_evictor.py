@@ -220,6 +220,9 @@ class DefaultEvictor(EvictorPlugin):
         self._add_label_selector_constraint()
         self._add_min_replicas_constraint()
         self._add_min_pod_age_constraint()
+        # Whether `filter`'s verdict on a pod reads only that pod, the cycle's clock and objects evictions do not
+        # change (PVCs, PDB selectors): minReplicas counts the owner's other pods, which evictions change.
+        self.filter_reads_only_the_pod = args.min_replicas <= 1
         # An empty namespaceLabelSelector (no matchLabels, no matchExpressions) filters nothing.
         ns_sel = args.namespace_label_selector
         self.namespace_selector: LabelSelector | None = ns_sel if ns_sel is not None and not ns_sel.empty else None

@@ -110,5 +110,6 @@ class HighNodeUtilization(BalancePlugin):
 
         nu.evict_pods_from_source_nodes(handle, self.name, self.excluded_namespaces, low_nodes, dest_nodes,
                                         self._pod_filter, names, continue_eviction, client, None, reason,
-                                        budget=nu.budget_left)
+                                        budget=nu.budget_left,
+                                        filter_reads_only_the_pod=handle.evictor.filters_read_only_the_pod)
         return Status()

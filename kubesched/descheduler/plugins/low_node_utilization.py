@@ -147,5 +147,6 @@ class LowNodeUtilization(BalancePlugin):
 
         nu.evict_pods_from_source_nodes(handle, self.name, self.excluded_namespaces, high_nodes, low_nodes,
                                         handle.evictor.filter, names, continue_eviction, client, self.node_limit, reason,
-                                        budget=nu.budget_left)
+                                        budget=nu.budget_left,
+                                        filter_reads_only_the_pod=handle.evictor.filters_read_only_the_pod)
         return Status()

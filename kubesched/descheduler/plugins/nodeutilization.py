@@ -610,7 +610,8 @@ def evict_pods_from_source_nodes(handle: Handle, plugin: str, excluded_namespace
                                  pod_filter: Callable[[Pod], bool], names: list[str],
                                  continue_eviction: ContinueCondition, usage_client: UsageClient,
                                  node_limit: int | None, reason: Callable[[NodeUsageInfo], str],
-                                 budget: Callable[[dict[str, Number]], bool] | None = None) -> None:
+                                 budget: Callable[[dict[str, Number]], bool] | None = None,
+                                 filter_reads_only_the_pod: bool = False) -> None:
     """evictPodsFromSourceNodes: source node by source node, evictable pods in priority/QoS order, until the
     node is back under target, the destinations' budget is spent, or a limit stops it.
 
@@ -618,6 +619,11 @@ def evict_pods_from_source_nodes(handle: Handle, plugin: str, excluded_namespace
     strategies' conditions require `budget_left`). Evictions only ever spend the budget, so once it fails,
     `continue_eviction` fails for every later source node and upstream's loop merely lists, filters and sorts
     their pods: here the loop stops instead (the same evictions, in the same order).
+
+    With `filter_reads_only_the_pod` (the filter's verdict on a pod does not change as other pods are evicted)
+    and no profile sorters, a node's pods are sorted first and filtered as the eviction loop reaches them: a
+    stable sort keeps the filtered pods' order, so the same pods are evicted in the same order, and the pods
+    after the node's last eviction (usually most of them) are never filtered.
     """
     available = dict(destinations.available)
     # PodToleratesTaints only asks whether some destination's taints are all tolerated: destinations with
@@ -629,21 +635,27 @@ def evict_pods_from_source_nodes(handle: Handle, plugin: str, excluded_namespace
         None if any(not taints for taints in destination_taints.values()) else destination_taints
     excluded = set(excluded_namespaces)
     evictor = handle.evictor
+    lazy = filter_reads_only_the_pod and not evictor.has_sorters
     for src in sources:
         if budget is not None and not budget(available):
             return
-        removable = [p for p in src.pods if pod_filter(p)]
-        if not removable:
-            continue
-        podutil.sort_pods_based_on_priority_low_to_high(removable)
-        removable = evictor.sort(removable)
+        removable: Iterable[Pod]
+        if lazy:
+            ordered = podutil.sort_pods_based_on_priority_low_to_high(list(src.pods))
+            removable = (p for p in ordered if pod_filter(p))
+        else:
+            listed = [p for p in src.pods if pod_filter(p)]
+            if not listed:
+                continue
+            podutil.sort_pods_based_on_priority_low_to_high(listed)
+            removable = evictor.sort(listed)
         stop = _evict_pods(evictor, plugin, excluded, removable, src, available, tolerated,
                            continue_eviction, usage_client, node_limit, reason(src))
         if stop == "total":
             return
 
 
-def _evict_pods(evictor: Any, plugin: str, excluded: set[str], pods: list[Pod], src: NodeUsageInfo,
+def _evict_pods(evictor: Any, plugin: str, excluded: set[str], pods: Iterable[Pod], src: NodeUsageInfo,
                 available: dict[str, Number], destination_taints: dict[str, tuple[Taint, ...]] | None,
                 continue_eviction: ContinueCondition, usage_client: UsageClient, node_limit: int | None,
                 reason: str) -> str | None:
