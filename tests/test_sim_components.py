@@ -214,6 +214,25 @@ def test_usage_follows_request_ratio_and_limits(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- metrics pipeline
 
 
+def test_plain_smoothing_equals_go_rounding_bit_for_bit() -> None:
+    """The collector's smoothing for operands that are all +0.0 or positive (floor(x + 0.5)) equals the
+    general form (sign(x)·floor(|x| + 0.5), Go's math.Round) bit for bit, halves and zeros included."""
+    from kubesched.sim.metrics import smooth_plain
+
+    rng = np.random.default_rng(4)
+    for _ in range(50):
+        n = int(rng.integers(1, 300))
+        prev = np.where(rng.random((2, n)) < 0.2, 0.0, np.floor(rng.random((2, n)) * 4e9))
+        value = np.where(rng.random((2, n)) < 0.2, 0.0, np.ceil(rng.random((2, n)) * 4e9))
+        value[:, ::7] = prev[:, ::7] + 5.0  # 0.9·p + 0.1·(p + 5) = p + 0.5: a half to round
+        have = rng.random(n) < 0.9
+        seen = have & (rng.random(n) < 0.8)
+        want = np.where(have, smooth(prev, value, seen), prev)
+        got = smooth_plain(prev, value, value * 0.1, seen, have)
+        assert got.tobytes() == want.tobytes()
+        assert not np.signbit(got).any()
+
+
 def test_metrics_window_and_delay() -> None:
     p = MetricsPipeline(15.0, 600.0)
     for i in range(40):

@@ -254,6 +254,18 @@ def smooth(prev: np.ndarray, value: np.ndarray, seen: np.ndarray) -> np.ndarray:
     return np.where(seen, rounded, value)
 
 
+def smooth_plain(prev: np.ndarray, value: np.ndarray, tenth: np.ndarray, seen: np.ndarray,
+                 have: np.ndarray) -> np.ndarray:
+    """np.where(have, smooth(prev, value, seen), prev) when every operand is +0.0 or positive (tenth: value
+    * 0.1): Go's round(x) = sign(x)·floor(|x| + 0.5) is floor(x + 0.5) then, the same bits in fewer passes,
+    and the result is again +0.0 or positive."""
+    x = prev * 0.9
+    x += tenth
+    x += 0.5
+    np.floor(x, out=x)
+    return np.where(seen, x, np.where(have, value, prev))
+
+
 def epoch_datetime(epoch: float, t: float) -> datetime:
     return datetime.fromtimestamp(epoch + t, UTC)
 
@@ -276,10 +288,21 @@ class MetricsDriver:
         self.koordlet = SimMetricsSource(self.pipeline, ms.koordlet, sim.epoch, usage.node_info_list,
                                          usage.running_pods, "koordlet", watcher_form=False)
         self.koordlet_feed = MetricsFeed()
-        self.ema_cpu = np.zeros(0)
-        self.ema_mem = np.zeros(0)
+        # Smoothed node usage: row 0 CPU (millicores), row 1 memory (bytes), by sim node id; both resources
+        # are smoothed by the same operations, so they are worked out together.
+        self.ema = np.zeros((2, 0))
         self.ema_seen = np.zeros(0, dtype=bool)
-        self._poll_cache: tuple[Any, np.ndarray, np.ndarray, np.ndarray] | None = None
+        # Whether every smoothed value so far is +0.0 or positive (see `collector_poll`).
+        self._ema_plain = True
+        self._poll_cache: tuple[Any, np.ndarray, np.ndarray, np.ndarray | None] | None = None
+
+    @property
+    def ema_cpu(self) -> np.ndarray:
+        return self.ema[0]
+
+    @property
+    def ema_mem(self) -> np.ndarray:
+        return self.ema[1]
 
     def sample(self) -> None:
         u = self.usage
@@ -307,22 +330,28 @@ class MetricsDriver:
         nv = self.pipeline.node_view(self.spec.metrics_server, self.sim.t)
         if nv is not None:
             n = len(nv.cpu)
-            if len(self.ema_cpu) < n:
-                self.ema_cpu = _grown(self.ema_cpu, n)
-                self.ema_mem = _grown(self.ema_mem, n)
+            if self.ema.shape[1] < n:
+                ema = np.zeros((2, n))
+                ema[:, : self.ema.shape[1]] = self.ema
+                self.ema = ema
                 seen = np.zeros(n, dtype=bool)
                 seen[: len(self.ema_seen)] = self.ema_seen
                 self.ema_seen = seen
             cached = self._poll_cache
             if cached is None or cached[0] is not nv:
                 have = ~np.isnan(nv.cpu)
-                cpu = np.ceil(np.where(have, nv.cpu, 0.0))
-                mem = np.ceil(np.where(have, nv.mem, 0.0))
-                cached = self._poll_cache = (nv, have, cpu, mem)
-            _, have, cpu, mem = cached
+                values = np.ceil(np.where(have, np.stack([nv.cpu, nv.mem]), 0.0))
+                # Samples that are all +0.0 or positive (no sign bit, no NaN), a tenth of each worked out once.
+                plain = not (np.signbit(values).any() or np.isnan(values).any())
+                cached = self._poll_cache = (nv, have, values, values * 0.1 if plain else None)
+            _, have, values, tenth = cached
             seen = self.ema_seen[:n] & have
-            self.ema_cpu[:n] = np.where(have, smooth(self.ema_cpu[:n], cpu, seen), self.ema_cpu[:n])
-            self.ema_mem[:n] = np.where(have, smooth(self.ema_mem[:n], mem, seen), self.ema_mem[:n])
+            prev = self.ema[:, :n]
+            if tenth is not None and self._ema_plain:
+                self.ema[:, :n] = smooth_plain(prev, values, tenth, seen, have)
+            else:
+                self._ema_plain = False
+                self.ema[:, :n] = np.where(have, smooth(prev, values, seen), prev)
             self.ema_seen[:n] |= have
         self.sim.push(self.sim.t + self.spec.descheduler_poll, ORDER_SAMPLE, self.collector_poll)
 
@@ -346,9 +375,3 @@ class MetricsDriver:
 
         return MetricsCollector.from_usage(
             nodes, LazyPodMetrics(view, locate, lambda: [sp.key for sp in pods.values() if sp.slot >= 0]), adopt=True)
-
-
-def _grown(a: np.ndarray, n: int) -> np.ndarray:
-    b = np.zeros(n)
-    b[: len(a)] = a
-    return b
