@@ -308,6 +308,8 @@ def test_rounding_of_non_negative_values_is_gos_math_round() -> None:
                         rng.integers(0, 500, 200) * np.log(rng.integers(1, 5000, 200) + 2.0) + 4.0])
     got = go_round_nonnegative(x)
     assert got.tolist() == go_round_array(x).tolist() == [float(go_round(float(v))) for v in x]
+    inplace = x.copy()
+    assert go_round_nonnegative(inplace, out=inplace) is inplace and inplace.tobytes() == got.tobytes()
 
 
 def test_taint_toleration_scores_when_no_node_has_a_prefer_no_schedule_taint_it_does_not_tolerate() -> None:

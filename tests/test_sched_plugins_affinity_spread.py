@@ -101,6 +101,8 @@ def run_score(pl: Any, cluster: ClusterState, p: Pod, names: list[str] | None = 
     per_node = [pl.score(state, p, infos[r])[0] for r in rows]
     vec = pl.score_nodes(state, p, cluster, rows)
     assert vec is not None and list(vec) == per_node
+    # Other rows than PreScore's (equal, not the same array): what PreScore gathered is not reused.
+    assert list(pl.score_nodes(state, p, cluster, rows.copy())) == per_node
     scores = np.array(per_node, dtype=np.int64)
     pl.normalize_score(state, p, scores, rows)
     if isinstance(pl, PodTopologySpread):

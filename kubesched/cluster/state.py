@@ -300,6 +300,10 @@ class ClusterState:
         self.assigned_priorities: dict[int, int] = {}
         # Pods the scheduler assumed whose binding has not been made yet.
         self.assumed: set[str] = set()
+        # What consumers derive from this state and keep current through its events (the scheduler's topology
+        # index, ...), by name: kept with the state, as an informer keeps its indexers (plugins look theirs
+        # up several times per pod; a weak-keyed map costs a weak reference per look-up).
+        self.indexes: dict[str, Any] = {}
         # Keys of pods (not terminal) naming a node that does not exist, by node name: a superset, so that
         # adding a node looks at the pods only when some may be waiting for it.
         self._awaiting_node: dict[str, set[str]] = {}

@@ -32,6 +32,8 @@ def go_round_array(x: np.ndarray) -> np.ndarray:
     return np.where(x >= 0, np.floor(x + 0.5), -np.floor(-x + 0.5))
 
 
-def go_round_nonnegative(x: np.ndarray) -> np.ndarray:
-    """`go_round_array` for values known to be >= 0 (no NaN): the branch it takes for them, alone."""
-    return np.floor(x + 0.5)
+def go_round_nonnegative(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """`go_round_array` for values known to be >= 0 (no NaN): the branch it takes for them, alone (into
+    `out` when given, which may be x itself)."""
+    y = np.add(x, 0.5, out=out)
+    return np.floor(y, out=y)  # type: ignore[no-any-return]

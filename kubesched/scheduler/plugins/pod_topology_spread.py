@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -63,6 +63,8 @@ from kubesched.scheduler.plugins.topology_index import (
 
 PRE_FILTER_KEY = "PreFilterPodTopologySpread"
 PRE_SCORE_KEY = "PreScorePodTopologySpread"
+# The pod's part of the memo key of what the default constraints give (see `constraints`).
+_DEFAULTS_POD_KEY = "pod_topology_spread_defaults_of"
 ERR_REASON_CONSTRAINTS_NOT_MATCH = "node(s) didn't match pod topology spread constraints"
 ERR_REASON_NODE_LABEL_NOT_MATCH = ERR_REASON_CONSTRAINTS_NOT_MATCH + " (missing required label)"
 DO_NOT_SCHEDULE = "DoNotSchedule"
@@ -156,6 +158,10 @@ class PreScoreState:
     weights: list[float]
     ignored_rows: frozenset[int]
     matchers: tuple[PodMatcher | None, ...]
+    # The rows PreScore scored and, per constraint, their domain ids (None: not gathered): Score over the
+    # same rows reads them instead of gathering them again.
+    scored_rows: np.ndarray | None = None
+    row_domains: list[np.ndarray | None] = field(default_factory=list)
 
     def clone(self) -> PreScoreState:
         return self
@@ -220,9 +226,15 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         idx = index_for(cluster)
         # What the defaults give depends on the pod's labels, namespace and owner and on the workloads:
         # pods of one workload share it (kept per index and workload generation, like default_selector).
-        owner = pod.controller_ref()
-        memo_key = (action, id(idx), idx.workload_generation, pod.namespace, frozenset(pod.labels.items()),
-                    None if owner is None else (owner.kind, owner.api_version, owner.name))
+        # The pod's part of the key, once per pod object (namespace, labels and owners never change in the
+        # copies that share a pod's memo).
+        own = pod.cache.get(_DEFAULTS_POD_KEY)
+        if own is None:
+            owner = pod.controller_ref()
+            own = pod.cache[_DEFAULTS_POD_KEY] = (
+                pod.namespace, frozenset(pod.labels.items()),
+                None if owner is None else (owner.kind, owner.api_version, owner.name))
+        memo_key = (action, id(idx), idx.workload_generation, own)
         cached = self._default_memo.get(memo_key)
         if cached is not None:
             return cached
@@ -398,6 +410,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             scored = rows
         domain_counts: list[np.ndarray | None] = []
         domain_ids: list[np.ndarray] = []
+        row_domains: list[np.ndarray | None] = []
         weights: list[float] = []
         matchers = tuple(self._matcher(pod, c) for c in constraints)
         for c, topo, m in zip(constraints, topologies, matchers, strict=True):
@@ -406,11 +419,14 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             if c.topology_key == HOSTNAME_LABEL:
                 # Per-node counts are read at Score; the topology size is the number of scored nodes.
                 domain_counts.append(None)
+                row_domains.append(None)
                 weights.append(math.log(len(rows) - len(ignored) + 2))
                 continue
             # Domains of the scored nodes: only their pods are counted.
+            scored_domains = ids[scored]
+            row_domains.append(scored_domains)
             candidate = np.zeros(topo.size + 1, dtype=bool)
-            candidate[ids[scored]] = True
+            candidate[scored_domains] = True
             weights.append(math.log(int(np.count_nonzero(candidate)) + 2))
             policy = self._eligible_rows(cluster, pod, c)
             cnt = np.zeros(topo.size + 1, dtype=np.int64)
@@ -432,7 +448,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             domain_counts.append(cnt)
         state.write(PRE_SCORE_KEY, PreScoreState(constraints, topologies, domain_counts, domain_ids, weights,
                                                  frozenset(ignored.tolist()) if len(ignored) else frozenset(),
-                                                 matchers))
+                                                 matchers, scored, row_domains))
         return SUCCESS
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status]:
@@ -461,6 +477,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             return None
         rows = np.asarray(rows, dtype=np.int64)
         idx = index_for(cluster)
+        same_rows = s.scored_rows is rows
         total: np.ndarray | None = None
         for i, c in enumerate(s.constraints):
             topo = s.topologies[i]
@@ -473,17 +490,23 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             else:
                 # The term of each domain once, then gathered per row: the same float operations on the same
                 # numbers as per row.
-                term = (dc.astype(np.float64) * s.weights[i] + skew)[s.domain_ids[i][rows]]
+                domains = s.row_domains[i] if same_rows else None
+                if domains is None:
+                    domains = s.domain_ids[i][rows]
+                term = (dc.astype(np.float64) * s.weights[i] + skew)[domains]
             # Same float operations in the same order as the per-node form (nodes without the key add
-            # nothing); the first term is the sum so far (0.0 + x is x: no term is -0.0).
+            # nothing); the first term is the sum so far (0.0 + x is x: no term is -0.0). Every term is a new
+            # array, so the sum is kept in the first.
             if total is None:
                 total = term if topo.complete else np.where(topo.codes[rows] >= 0, term, 0.0)
+            elif topo.complete:
+                total += term
             else:
-                total = total + term if topo.complete else np.where(topo.codes[rows] >= 0, total + term, total)
+                total = np.where(topo.codes[rows] >= 0, total + term, total)
         if total is None:
             total = np.zeros(len(rows), dtype=np.float64)
         # Counts, log weights and maxSkew - 1 are all >= 0.
-        out = go_round_nonnegative(total).astype(np.int64)
+        out = go_round_nonnegative(total, out=total).astype(np.int64)
         if s.ignored_rows:
             out[np.isin(rows, np.fromiter(s.ignored_rows, dtype=np.int64))] = 0
         return out

@@ -8,7 +8,6 @@ bypass). The scorer function maps (requested, allocatable) matrices to one score
 
 from __future__ import annotations
 
-import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
@@ -263,14 +262,13 @@ def plain_columns_apply(cluster: ClusterState, resources: list[str]) -> bool:
     return _all_positive(cluster, resources)
 
 
-_POSITIVE: weakref.WeakKeyDictionary[ClusterState, dict[tuple[int, tuple[str, ...]], bool]] = weakref.WeakKeyDictionary()
 
 
 def _all_positive(cluster: ClusterState, resources: list[str]) -> bool:
     """Whether every resource is cpu or memory and every node's allocatable of it is > 0 (per node generation)."""
-    memo = _POSITIVE.get(cluster)
+    memo: dict[tuple[int, tuple[str, ...]], bool] | None = cluster.indexes.get("all_positive")
     if memo is None:
-        memo = _POSITIVE[cluster] = {}
+        memo = cluster.indexes["all_positive"] = {}
     key = (cluster.node_generation, tuple(resources))
     ok = memo.get(key)
     if ok is None:

@@ -686,14 +686,13 @@ def _default_selector(cluster: ClusterState, pod: Pod) -> LabelSelector:
     return LabelSelector(tuple(reqs))
 
 
-_INDEXES: weakref.WeakKeyDictionary[ClusterState, ClusterIndex] = weakref.WeakKeyDictionary()
 
 
 def index_for(cluster: ClusterState) -> ClusterIndex:
     """The cluster's index, created (and subscribed to its events) on first use."""
-    idx = _INDEXES.get(cluster)
+    idx: ClusterIndex | None = cluster.indexes.get("topology")
     if idx is None:
         idx = ClusterIndex(weakref.ref(cluster))
         cluster.subscribe(idx.on_event, index=True)
-        _INDEXES[cluster] = idx
+        cluster.indexes["topology"] = idx
     return idx
