@@ -163,3 +163,59 @@ def test_snapshot_errors(tmp_path: Path, content: str, fragment: str) -> None:
     with pytest.raises(InputError) as e:
         load_snapshot(f)
     assert str(f) in str(e.value) and fragment in str(e.value)
+
+
+@given(st.lists(st.sampled_from(["bind", "unbind", "status", "clear", "delete", "annotate"]), max_size=8),
+       st.booleans())
+def test_pod_changes_read_as_the_documents_they_stand_for(steps: list[str], from_json: bool) -> None:
+    """Bindings, status changes, graceful deletions and annotation changes put their copies off (lazy
+    documents): every field read and the whole document equal the dicts the changes would make at once,
+    in the same key order, from a decoded pod and from one kept undecoded (a JSON snapshot's)."""
+    import copy
+    from datetime import UTC, datetime
+
+    from kubesched.api.objects import RawDocument, top_field
+
+    doc = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "d", "uid": "u"},
+           "spec": {"containers": [{"name": "c", "image": "i"}]}}
+    pod = parse_pod(copy.deepcopy(doc))
+    if from_json:
+        import msgspec
+
+        pod = parse_pod(copy.deepcopy(doc), RawDocument(msgspec.Raw(json.dumps(doc).encode())))
+    want: dict = copy.deepcopy(doc)
+    for i, step in enumerate(steps):
+        if step in ("bind", "unbind"):
+            node = f"n{i}" if step == "bind" else ""
+            pod = pod.bound_to(node)
+            spec = dict(want["spec"])
+            if node:
+                spec["nodeName"] = node
+            else:
+                spec.pop("nodeName", None)
+            want = {**want, "spec": spec}
+        elif step in ("status", "clear"):
+            fields = {"phase": "Running", "hostIP": f"10.0.0.{i}"} if step == "status" else {"hostIP": None}
+            pod = pod.with_status(**fields)
+            status = dict(want.get("status") or {})
+            for k, v in fields.items():
+                if v is None:
+                    status.pop(k, None)
+                else:
+                    status[k] = v
+            want = {**want, "status": status}
+        elif step == "delete":
+            pod = pod.marked_for_deletion(datetime(2024, 1, 1, 0, i, tzinfo=UTC), 30)
+            meta = dict(want["metadata"])
+            meta["deletionTimestamp"] = f"2024-01-01T00:{i:02d}:00Z"
+            meta["deletionGracePeriodSeconds"] = 30
+            want = {**want, "metadata": meta}
+        else:
+            pod = pod.with_annotations({"a": str(i)})
+            meta = dict(want["metadata"])
+            meta["annotations"] = {**(meta.get("annotations") or {}), "a": str(i)}
+            want = {**want, "metadata": meta}
+        for name in ("apiVersion", "metadata", "spec", "status"):
+            assert top_field(pod.document, name) == want.get(name)
+        assert pod.status == (want.get("status") or {})
+    assert pod.raw == want and list(pod.raw) == list(want) and list(pod.raw["metadata"]) == list(want["metadata"])
