@@ -175,7 +175,7 @@ def test_pod_changes_read_as_the_documents_they_stand_for(steps: list[str], from
     import copy
     from datetime import UTC, datetime
 
-    from kubesched.api.objects import RawDocument, spec_field, top_field
+    from kubesched.api.objects import RawDocument, top_field
 
     doc = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "d", "uid": "u"},
            "spec": {"containers": [{"name": "c", "image": "i"}]}}
@@ -219,8 +219,6 @@ def test_pod_changes_read_as_the_documents_they_stand_for(steps: list[str], from
             want = {**want, "metadata": meta}
         for name in ("apiVersion", "metadata", "spec", "status"):
             assert top_field(pod.document, name) == want.get(name)
-        for name in ("nodeName", "containers", "resources"):
-            assert spec_field(pod.document, name) == want["spec"].get(name)
         # The spec is known to be kept, without reading a document, by every change but a binding.
         assert pod.has_spec_of(before) == (step not in ("bind", "unbind"))
         assert pod.status == (want.get("status") or {})

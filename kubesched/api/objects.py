@@ -169,30 +169,6 @@ def top_field(doc: dict[str, Any] | LazyDocument, name: str) -> Any:
             return doc.decode().get(name)  # type: ignore[union-attr]
 
 
-def spec_field(doc: dict[str, Any] | LazyDocument, name: str) -> Any:
-    """doc["spec"][name] (None when absent, or when the spec is not a map), read through bindings and patches
-    without making the whole document where they leave the field as it was."""
-    while True:
-        t = type(doc)
-        if t is PatchedDocument:
-            top = doc.top  # type: ignore[union-attr]
-            if "spec" in top:
-                spec = top["spec"]
-                break
-            doc = doc.base  # type: ignore[union-attr]
-        elif t is BoundDocument:
-            if name == "nodeName":
-                return doc.node_name or None  # type: ignore[union-attr]
-            doc = doc.base  # type: ignore[union-attr]
-        elif t is dict:
-            spec = doc.get("spec")  # type: ignore[union-attr]
-            break
-        else:
-            spec = doc.decode().get("spec")  # type: ignore[union-attr]
-            break
-    return spec.get(name) if isinstance(spec, dict) else None
-
-
 def spec_source(doc: dict[str, Any] | LazyDocument) -> Any:
     """What a stored document's spec is read from: documents with the same source have the same spec (a
     patch that leaves the spec is looked through; a binding or an undecoded document makes its spec itself,

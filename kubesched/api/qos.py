@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from fractions import Fraction
 
-from kubesched.api.objects import Pod, spec_field
+from kubesched.api.objects import Pod
 from kubesched.api.resources import CPU, MEMORY, is_supported_pod_level_resource, memo_by_shape
 
 GUARANTEED = "Guaranteed"
@@ -27,7 +27,8 @@ _ZERO = Fraction(0)
 
 def has_pod_level_resources(pod: Pod) -> bool:
     """`pod.Spec.Resources != nil`: the stored spec has a `resources` object (even an empty one)."""
-    return isinstance(spec_field(pod.document, "resources"), dict)
+    spec = pod.raw.get("spec")
+    return isinstance(spec, dict) and isinstance(spec.get("resources"), dict)
 
 
 def is_pod_level_requests_set(pod: Pod) -> bool:
@@ -98,10 +99,12 @@ def qos_class(pod: Pod, pod_level_resources: bool = True) -> str:
     cached = cache.get(key)
     if cached is not None:
         return str(cached)
-    # Read through the pod's lazy documents (a bound or updated pod's copy is never made for this).
-    q = pod.status.get("qosClass")
+    doc = pod.raw
+    status = doc.get("status")
+    q = status.get("qosClass") if isinstance(status, dict) else None
     if not (isinstance(q, str) and q):
-        level = pod_level_resources and isinstance(spec_field(pod.document, "resources"), dict)
+        spec = doc.get("spec")
+        level = pod_level_resources and isinstance(spec, dict) and isinstance(spec.get("resources"), dict)
         what = _SHAPE_KEYS[level]
         q = cache.get(what)
         if q is None:
