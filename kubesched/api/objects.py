@@ -169,20 +169,6 @@ def top_field(doc: dict[str, Any] | LazyDocument, name: str) -> Any:
             return doc.decode().get(name)  # type: ignore[union-attr]
 
 
-def spec_source(doc: dict[str, Any] | LazyDocument) -> Any:
-    """What a stored document's spec is read from: documents with the same source have the same spec (a
-    patch that leaves the spec is looked through; a binding or an undecoded document makes its spec itself,
-    so the document is the source). Compared by identity, without making any document."""
-    while type(doc) is PatchedDocument:
-        top = doc.top  # type: ignore[union-attr]
-        if "spec" in top:
-            return top["spec"]
-        doc = doc.base  # type: ignore[union-attr]
-    if type(doc) is dict:
-        return doc.get("spec")  # type: ignore[union-attr]
-    return doc
-
-
 _intern = sys.intern
 # Values many objects of a snapshot share (timestamps, owner references, resource lists, tolerations), each
 # parsed once; cleared when large. Every entry is immutable, or (resource lists) read-only by convention.
@@ -761,11 +747,6 @@ class Pod:
 
     # Changes make a new object (objects handed out by the cluster state are never mutated). The memo
     # `cache` is shared where what it holds cannot have changed (it is derived from the spec).
-
-    def has_spec_of(self, other: Pod) -> bool:
-        """Whether this pod's spec is known, without reading either document, to be `other`'s (the same
-        object: a status or metadata change keeps it). False says nothing."""
-        return spec_source(self.document) is spec_source(other.document)
 
     def bound_to(self, node_name: str) -> Pod:
         """The pod after a binding (spec.nodeName set; empty: the assumption forgotten)."""

@@ -613,7 +613,7 @@ class ClusterState:
     def _replace_pod(self, old: Pod | None, new: Pod | None) -> None:
         """The pod store and the node accounting move from `old` to `new` (either may be None)."""
         if (old is not None and new is not None and old.node_name == new.node_name and old.node_name
-                and old.is_terminal == new.is_terminal and new.has_spec_of(old)):
+                and old.is_terminal == new.is_terminal and old.raw.get("spec") is new.raw.get("spec")):
             # The same spec on the same node (a status or deletion-mark change): what the pod counts on its
             # node is unchanged, only the object it is counted as.
             self._swap_pod(old, new)

@@ -647,6 +647,6 @@ def _spec_changed(old: Pod | None, new: Pod) -> bool:
     """isPodUpdated: anything but the status (and bookkeeping metadata) differs."""
     if old is None:
         return True
-    if not new.has_spec_of(old) and old.raw.get("spec") != new.raw.get("spec"):
+    if old.raw.get("spec") is not new.raw.get("spec") and old.raw.get("spec") != new.raw.get("spec"):
         return True
     return old.meta.labels != new.meta.labels or old.meta.annotations != new.meta.annotations
