@@ -112,7 +112,7 @@ class BoundDocument(LazyDocument):
 
     __slots__ = ("base", "node_name")
 
-    def __init__(self, base: dict[str, Any] | LazyDocument, node_name: str) -> None:
+    def __init__(self, base: dict[str, Any] | RawDocument | BoundDocument, node_name: str) -> None:
         self.base = base
         self.node_name = node_name
 
@@ -125,48 +125,6 @@ class BoundDocument(LazyDocument):
         else:
             spec.pop("nodeName", None)
         return {**raw, "spec": spec}
-
-
-class PatchedDocument(LazyDocument):
-    """A pod's document after a status or metadata change: `base` with top-level fields replaced by `top`,
-    made when first read. The kubelet's status updates and graceful deletions happen once or twice in most
-    pods' lives and few such pods are ever printed, so the copies are put off as a binding's are."""
-
-    __slots__ = ("base", "top")
-
-    def __init__(self, base: dict[str, Any] | LazyDocument, top: dict[str, Any]) -> None:
-        self.base = base
-        self.top = top
-
-    @staticmethod
-    def of(base: dict[str, Any] | LazyDocument, top: dict[str, Any]) -> PatchedDocument:
-        """`base` patched with `top`; a patch of a patch is one patch (later fields win, in the same order)."""
-        if type(base) is PatchedDocument:
-            return PatchedDocument(base.base, {**base.top, **top})
-        return PatchedDocument(base, top)
-
-    def decode(self) -> dict[str, Any]:
-        base = self.base
-        raw = base if type(base) is dict else base.decode()  # type: ignore[union-attr]
-        return {**raw, **self.top}
-
-
-def top_field(doc: dict[str, Any] | LazyDocument, name: str) -> Any:
-    """doc[name] (None when absent) of a stored document, read through bindings and patches without making
-    the whole document where they leave the field as it was."""
-    while True:
-        t = type(doc)
-        if t is dict:
-            return doc.get(name)  # type: ignore[union-attr]
-        if t is PatchedDocument:
-            top = doc.top  # type: ignore[union-attr]
-            if name in top:
-                return top[name]
-            doc = doc.base  # type: ignore[union-attr]
-        elif t is BoundDocument and name != "spec":
-            doc = doc.base  # type: ignore[union-attr]
-        else:
-            return doc.decode().get(name)  # type: ignore[union-attr]
 
 
 _intern = sys.intern
@@ -683,9 +641,8 @@ class Pod:
     restart_policy: str
     phase: str
     nominated_node_name: str
-    # The stored document: a dict, or a RawDocument / BoundDocument / PatchedDocument made into one when `raw`
-    # is first read.
-    document: dict[str, Any] | LazyDocument
+    # The stored document: a dict, or a RawDocument / BoundDocument made into one when `raw` is first read.
+    document: dict[str, Any] | RawDocument | BoundDocument
     # Derived values computed once per pod object (requests, shape keys); never part of equality.
     cache: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
     # namespace/name, made once: the key of every index, read a dozen times per pod per scheduling cycle.
@@ -723,7 +680,7 @@ class Pod:
 
     @property
     def status(self) -> dict[str, Any]:
-        s = top_field(self.document, "status")
+        s = self.raw.get("status")
         return s if isinstance(s, dict) else {}
 
     def controller_ref(self) -> OwnerReference | None:
@@ -765,7 +722,7 @@ class Pod:
             cache.pop(key, None)
         return _evolve(self, phase=str(status.get("phase") or ""),
                        nominated_node_name=str(status.get("nominatedNodeName") or ""),
-                       document=PatchedDocument.of(self.document, {"status": status}), cache=cache)
+                       document={**self.raw, "status": status}, cache=cache)
 
     def copy_as(self, meta: ObjectMeta, document: dict[str, Any], cache: dict[Any, Any]) -> Pod:
         """Another pod of this pod's spec (a copy of an admitted template): its own identity and document,
@@ -782,22 +739,22 @@ class Pod:
                 ann.pop(k, None)
             else:
                 ann[k] = v
-        meta = dict(top_field(self.document, "metadata") or {})
+        meta = dict(self.raw.get("metadata") or {})
         if ann:
             meta["annotations"] = dict(ann)
         else:
             meta.pop("annotations", None)
         cache = {k: v for k, v in self.cache.items() if not (isinstance(k, str) and k.startswith("ann:"))}
-        return _evolve(self, meta=replace(self.meta, annotations=ann),
-                       document=PatchedDocument.of(self.document, {"metadata": meta}), cache=cache)
+        return _evolve(self, meta=replace(self.meta, annotations=ann), document={**self.raw, "metadata": meta},
+                       cache=cache)
 
     def marked_for_deletion(self, at: datetime, grace_period_seconds: int) -> Pod:
         """The pod once a graceful deletion started: deletionTimestamp = start + grace period."""
-        meta = dict(top_field(self.document, "metadata") or {})
+        meta = dict(self.raw.get("metadata") or {})
         meta["deletionTimestamp"] = at.strftime("%Y-%m-%dT%H:%M:%SZ")
         meta["deletionGracePeriodSeconds"] = grace_period_seconds
         return _evolve(self, meta=_evolve(self.meta, deletion_timestamp=at),
-                       document=PatchedDocument.of(self.document, {"metadata": meta}))
+                       document={**self.raw, "metadata": meta})
 
 
 # Memo keys derived from a pod's status (dropped when the status changes): the start time, the QoS class
