@@ -163,3 +163,30 @@ def test_snapshot_errors(tmp_path: Path, content: str, fragment: str) -> None:
     with pytest.raises(InputError) as e:
         load_snapshot(f)
     assert str(f) in str(e.value) and fragment in str(e.value)
+
+
+def test_a_status_change_of_a_bound_pod_keeps_its_node_accounting(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kubelet's status update (and a deletion mark) swaps the object the node counts, without taking the
+    pod off and on again (no table change, no per-row cache recomputed)."""
+    from datetime import UTC, datetime
+
+    from kubesched.cluster.state import ClusterState
+
+    cluster = ClusterState()
+    cluster.add(parse_node({"kind": "Node", "metadata": {"name": "n"},
+                            "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}))
+    pod = parse_pod({"kind": "Pod", "metadata": {"name": "p", "namespace": "d"},
+                     "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}})
+    cluster.add(pod)
+    cluster.bind(pod, "n")
+    accounted: list[int] = []
+    real = ClusterState._account
+    monkeypatch.setattr(ClusterState, "_account", lambda self, info, p, sign: accounted.append(sign) or real(self, info, p, sign))
+    logged = len(cluster.table.changed_rows)
+    running = cluster.pods["d/p"].with_status(phase="Running")
+    cluster.update(running)
+    cluster.update(running.marked_for_deletion(datetime(2024, 1, 1, tzinfo=UTC), 30))
+    assert accounted == [] and len(cluster.table.changed_rows) == logged
+    cur = cluster.pods["d/p"]
+    assert cluster.node_info_by_name["n"].pods["d/p"] is cur
+    assert cur.raw["spec"]["nodeName"] == "n" and cur.raw["status"]["phase"] == "Running"
