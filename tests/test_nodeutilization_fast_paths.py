@@ -132,6 +132,20 @@ def test_priority_sort_is_the_stable_key_sort(seed: int) -> None:
     expected = sorted(pods, key=podutil.priority_qos_key)
     got = podutil.sort_pods_based_on_priority_low_to_high(list(pods))
     assert [p.key for p in got] == [p.key for p in expected]
+    # Sorted again after status and annotation changes of some pods: the kept keys do not outlive them.
+    changed = []
+    for p in got:
+        r = rng.random()
+        if r < 0.3:
+            p = p.with_status(qosClass=rng.choice(("Guaranteed", "Burstable", "BestEffort", None)))
+        elif r < 0.5:
+            p = p.with_annotations({podutil.PREFER_NO_EVICTION_ANNOTATION: rng.choice(("", None))})
+        elif r < 0.6:
+            p = p.bound_to("n1")
+        changed.append(p)
+    rng.shuffle(changed)
+    again = podutil.sort_pods_based_on_priority_low_to_high(list(changed))
+    assert [p.key for p in again] == [p.key for p in sorted(changed, key=podutil.priority_qos_key)]
 
 
 def _get_pod_qos(p: Pod) -> str:

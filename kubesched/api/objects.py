@@ -757,10 +757,14 @@ class Pod:
                        document={**self.raw, "metadata": meta})
 
 
+# The descheduler's eviction-order key of a pod (priority, QoS class, prefer-no-eviction annotation): derived
+# from the status and the annotations, so dropped with both ("ann:" keys go when the annotations change).
+EVICTION_ORDER_KEY = "ann:eviction_order"
+
 # Memo keys derived from a pod's status (dropped when the status changes): the start time, the QoS class
 # (kubesched.api.qos.qos_class prefers status.qosClass) and koordinator's priority class (read from it).
 STATUS_DERIVED_CACHE_KEYS: frozenset[Hashable] = frozenset({"start_time", ("qos_class", True), ("qos_class", False),
-                                                           "koord_priority_class"})
+                                                           "koord_priority_class", EVICTION_ORDER_KEY})
 
 
 def _evolve(obj: Any, **changes: Any) -> Any:

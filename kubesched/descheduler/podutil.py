@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from fractions import Fraction
 from typing import Any
 
-from kubesched.api.objects import OwnerReference, Pod
+from kubesched.api.objects import EVICTION_ORDER_KEY, OwnerReference, Pod
 from kubesched.api.qos import BEST_EFFORT, BURSTABLE, GUARANTEED, qos_class
 from kubesched.api.resources import pod_requests
 from kubesched.cluster.state import ClusterState
@@ -129,10 +129,17 @@ def sort_pods_based_on_priority_low_to_high(pods: list[Pod]) -> list[Pod]:
     rank = _QOS_RANK
     keys = []
     for p in pods:
-        prio = p.priority
-        q = p.cache.get(qos_key)
-        keys.append((0 if prio is None else 1, prio or 0, rank.get(q if q is not None else qos_class(p), 1),
-                     1 if PREFER_NO_EVICTION_ANNOTATION in p.meta.annotations else 0))
+        # Kept per pod object (pods of a hot node are sorted again each cycle): dropped when the status or
+        # the annotations change, as the QoS class and the annotation it reads would.
+        cache = p.cache
+        key = cache.get(EVICTION_ORDER_KEY)
+        if key is None:
+            prio = p.priority
+            q = cache.get(qos_key)
+            key = cache[EVICTION_ORDER_KEY] = (
+                0 if prio is None else 1, prio or 0, rank.get(q if q is not None else qos_class(p), 1),
+                1 if PREFER_NO_EVICTION_ANNOTATION in p.meta.annotations else 0)
+        keys.append(key)
     order = sorted(range(len(pods)), key=keys.__getitem__)
     pods[:] = [pods[i] for i in order]
     return pods
