@@ -451,8 +451,8 @@ def test_node_usage_sums_equal_a_pass_over_every_slot(tmp_path: Path, monkeypatc
     real_compute, real_aggregate = ResourceUsage.compute, ResourceUsage.aggregate
     seen = {"throttled": 0, "down": 0, "calls": 0}
 
-    def compute(self: ResourceUsage) -> tuple[np.ndarray, np.ndarray]:
-        live, down = real_compute(self)
+    def compute(self: ResourceUsage) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        live, down, got_mem = real_compute(self)
         s, rows = self.slots, self.slots["row"][live]
         cpu = np.minimum(self.table.values("cpu")[rows], s["lim_cpu"][live])
         mem = self.table.values("memory")[rows].copy()
@@ -461,8 +461,10 @@ def test_node_usage_sums_equal_a_pass_over_every_slot(tmp_path: Path, monkeypatc
         mem[want_down] = 0.0
         assert np.array_equal(down, want_down)
         assert s["cpu"][live].tobytes() == cpu.tobytes() and s["mem"][live].tobytes() == mem.tobytes()
+        assert got_mem.tobytes() == mem.tobytes()
+        assert self.memory_limits(live).tobytes() == s["lim_mem"][live].tobytes()
         seen["down"] += int(want_down.sum())
-        return live, down
+        return live, down, got_mem
 
     def aggregate(self: ResourceUsage, live: np.ndarray) -> None:
         s, n = self.slots, self.n

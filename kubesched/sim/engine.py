@@ -241,8 +241,8 @@ class Engine:
     def _usage_step(self) -> None:
         u = self.usage
         u.step()
-        live, down = u.compute()
-        self.kubelets.check_oom(live, down)
+        live, down, mem = u.compute()
+        self.kubelets.check_oom(live, down, mem)
         u.aggregate(live)
         self.kubelets.check_system_oom()
         self.push(self.t + self.s.usage_step, ORDER_USAGE, self._usage_step)

@@ -121,11 +121,14 @@ class Kubelets:
 
     # ------------------------------------------------------------ OOM
 
-    def check_oom(self, live: np.ndarray, down: np.ndarray) -> None:
-        """Containers over their memory limit are killed (before node sums are taken)."""
+    def check_oom(self, live: np.ndarray, down: np.ndarray, mem: np.ndarray) -> None:
+        """Containers over their memory limit are killed (before node sums are taken); `mem`: the memory of
+        the slots `live` as `compute` set it."""
         s = self.usage.slots
-        mem = s["mem"][live]
-        for i in np.flatnonzero((mem > s["lim_mem"][live]) & ~down):
+        over = mem > self.usage.memory_limits(live)
+        if down.any():
+            over &= ~down
+        for i in np.flatnonzero(over):
             slot = int(live[i])
             self._oom_kill(slot, "container", float(mem[i]))
             s["cpu"][slot] = s["mem"][slot] = 0.0

@@ -368,9 +368,9 @@ class ResourceUsage:
         self.table.evaluate(self.sim.t)
         self.dirty = True
 
-    def compute(self) -> tuple[np.ndarray, np.ndarray]:
-        """Each live slot's usage (CPU capped by its limit; zero while its container is down) and each node's
-        sum, CPU throttled to capacity. Returns the live slots and their memory (for OOM checks)."""
+    def compute(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each live slot's usage (CPU capped by its limit; zero while its container is down). Returns the live
+        slots, which of them are down and their memory (for OOM checks); `aggregate` makes the node sums."""
         if self._fresh_rows:
             # Identities whose pods started since the last step get their value now, all at once.
             self.table.evaluate(self.sim.t, np.unique(np.array(self._fresh_rows, dtype=np.int64)))
@@ -386,7 +386,12 @@ class ResourceUsage:
             mem[down] = 0.0
         s["cpu"][live] = cpu
         s["mem"][live] = mem
-        return live, down
+        return live, down, mem
+
+    def memory_limits(self, live: np.ndarray) -> np.ndarray:
+        """The memory limits of the slots `live` (gathered once per slot change when they are the live slots)."""
+        c = self._live_slots()
+        return c.mem_limits if live is c.slots else self.slots["lim_mem"][live]
 
     def slot_copies(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Copies of the slots' CPU, memory and serial columns for a metrics sample (call `current` first).
@@ -453,15 +458,15 @@ class ResourceUsage:
     def current(self) -> None:
         """Bring node and slot usage up to date (between usage steps: after pods started or stopped)."""
         if self.dirty:
-            live, _ = self.compute()
+            live, _, _ = self.compute()
             self.aggregate(live)
 
 
 class _LiveSlots:
-    """The live slots (ascending) at one slots version, their usage rows, nodes and CPU limits (all set when
+    """The live slots (ascending) at one slots version, their usage rows, nodes and CPU and memory limits (all set when
     a slot is taken), and whether every one is on a node (the usual case: no per-step masking then)."""
 
-    __slots__ = ("version", "slots", "rows", "nodes", "cpu_limits", "all_placed")
+    __slots__ = ("version", "slots", "rows", "nodes", "cpu_limits", "mem_limits", "all_placed")
 
     def __init__(self, version: int, s: Any) -> None:
         self.version = version
@@ -469,6 +474,7 @@ class _LiveSlots:
         self.rows = s["row"][self.slots]
         self.nodes = s["node"][self.slots]
         self.cpu_limits = s["lim_cpu"][self.slots]
+        self.mem_limits = s["lim_mem"][self.slots]
         self.all_placed = bool((self.nodes >= 0).all())
 
 
