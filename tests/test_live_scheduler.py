@@ -72,6 +72,10 @@ def test_binds_its_pods_writes_events_and_serves_metrics(api: KubeAPIServerDoubl
     p = processes("scheduler", "--kubeconfig", str(kc), "--port", str(port), "--bind-address", "127.0.0.1", "-v", "2")
     wait_until(lambda: all(bindings(api)[f"web-{i}"] for i in range(6)), what="web pods bound")
     wait_until(lambda: "FailedScheduling" in {e["reason"] for e in pods_of_kind(api, "Event")}, what="FailedScheduling")
+    # Events are written after the binding, asynchronously (as client-go's broadcaster writes them), and the
+    # pods may be tried in any order: wait for every Scheduled event, not just for the bindings.
+    wait_until(lambda: {e["involvedObject"]["name"] for e in pods_of_kind(api, "Event") if e["reason"] == "Scheduled"}
+               >= {f"web-{i}" for i in range(6)}, what="Scheduled events")
 
     placed = bindings(api)
     assert placed["other-0"] == "" and placed["huge-0"] == "" and placed["gated-0"] == ""
