@@ -14,7 +14,7 @@ import numpy as np
 
 from kubesched.api import fields
 from kubesched.api.objects import Pod
-from kubesched.cluster.state import ClusterState, NodeInfo, NodeTable
+from kubesched.cluster.state import ClusterState, NodeInfo
 from kubesched.config.plugin_args import PluginArgs
 from kubesched.scheduler.framework import SUCCESS, ClusterEvent, CycleState, PreScorePlugin, ScorePlugin, Status, skip
 from kubesched.scheduler.plugins import resource_allocation as ra
@@ -46,7 +46,7 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
         super().__init__(args, handle)
         self.resources = [r.name for r in args.resources]
         self._row_cache = ra.RowCache()
-        self._one_args: dict[int, tuple[np.ndarray, NodeTable, list[int], list[int]]] = {}
+        self._shape_args = ra.ShapeArgs()
 
     def events_to_register(self) -> list[ClusterEvent]:
         return [ClusterEvent("Pod", ("delete", "update")), ClusterEvent("Node", ("add", "update"))]
@@ -79,14 +79,8 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
             def full() -> np.ndarray:
                 return some(np.arange(t.n))
 
-            # The scalar form's columns and numbers as Python values, once per request shape (shared array).
-            args = self._one_args.get(id(pod_req))
-            if args is None or args[0] is not pod_req or args[1] is not t:
-                if len(self._one_args) > 256:
-                    self._one_args.clear()
-                args = self._one_args[id(pod_req)] = (pod_req, t, [t.column[r] for r in self.resources],
-                                                      pod_req.tolist())
-            _, _, columns, req_list = args
+            columns, req_list = self._shape_args.get(pod_req, t, lambda: (
+                [t.column[r] for r in self.resources], pod_req.tolist()))
 
             def one(r: int) -> int:
                 return ra.balanced_one(t, r, columns, req_list)

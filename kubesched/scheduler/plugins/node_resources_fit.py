@@ -17,7 +17,7 @@ import numpy as np
 from kubesched.api import fields
 from kubesched.api.objects import Pod
 from kubesched.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_extended_resource, scheduler_request
-from kubesched.cluster.state import ClusterState, NodeInfo, NodeTable
+from kubesched.cluster.state import ClusterState, NodeInfo
 from kubesched.config.plugin_args import PluginArgs
 from kubesched.errors import InputError
 from kubesched.scheduler.framework import (
@@ -135,7 +135,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         # admission refuses negative ones); RequestedToCapacityRatio is checked by the framework.
         self.scores_in_range = self.strategy in (LEAST_ALLOCATED, MOST_ALLOCATED)
         self._row_cache = ra.RowCache()
-        self._one_args: dict[int, tuple[np.ndarray, NodeTable, list[tuple[int, bool, int]], list[int], list[int]]] = {}
+        self._shape_args = ra.ShapeArgs()
         self._checks_memo: dict[int, tuple[Any, Any, list[tuple[int, int]], Any]] = {}
         self.resources = [r.name for r in strategy.resources]
         self.weights = np.array([r.weight for r in strategy.resources], dtype=np.int64)
@@ -284,14 +284,8 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             def full() -> np.ndarray:
                 return some(np.arange(t.n))
 
-            # The scalar form's columns and numbers as Python values, once per request shape (shared array).
-            args = self._one_args.get(id(pod_req))
-            if args is None or args[0] is not pod_req or args[1] is not t:
-                if len(self._one_args) > 256:
-                    self._one_args.clear()
-                args = self._one_args[id(pod_req)] = (
-                    pod_req, t, ra.used_columns(t, self.resources, False), pod_req.tolist(), self.weights.tolist())
-            _, _, cols, req_list, weights = args
+            cols, req_list, weights = self._shape_args.get(pod_req, t, lambda: (
+                ra.used_columns(t, self.resources, False), pod_req.tolist(), self.weights.tolist()))
 
             def one(r: int) -> int:
                 return ra.least_allocated_one(t, r, cols, req_list, weights)

@@ -418,6 +418,22 @@ def row_numbers(t: NodeTable, r: int) -> RowNumbers:
     return rn
 
 
+class ShapeArgs:
+    """What a row cache's scalar form reads besides the row (columns, the request as Python ints), made once
+    per request-shape array and table: pods of one shape share their request array (`pod_request_list`)."""
+
+    def __init__(self) -> None:
+        self._memo: dict[int, tuple[np.ndarray, NodeTable, Any]] = {}
+
+    def get(self, pod_req: np.ndarray, t: NodeTable, make: Callable[[], Any]) -> Any:
+        hit = self._memo.get(id(pod_req))
+        if hit is None or hit[0] is not pod_req or hit[1] is not t:
+            if len(self._memo) > 256:
+                self._memo.clear()
+            hit = self._memo[id(pod_req)] = (pod_req, t, make())
+        return hit[2]
+
+
 def used_columns(t: NodeTable, resources: list[str], use_requested: bool) -> list[tuple[int, bool, int]]:
     """Per resource, where `least_allocated_one` reads it: (allocatable column, whether the requests are the
     `requested` column (else `non_zero`), the column there)."""
