@@ -185,6 +185,25 @@ class _PodsWhenAsked:
         return pods
 
 
+def _collected_usage(table: Any) -> Callable[[str], tuple[int, int] | None]:
+    """A node's (cpu, memory) in a collector's node table, None when it has none: read from the columns of a
+    NodeUsageColumns (without the dict per node its mapping form makes), else from the per-node dicts."""
+    if isinstance(table, NodeUsageColumns):
+        position, cpu, memory = table.position, table.cpu, table.memory
+
+        def from_columns(name: str) -> tuple[int, int] | None:
+            i = position(name)
+            return None if i is None else (cpu[i], memory[i])
+
+        return from_columns
+
+    def from_dicts(name: str) -> tuple[int, int] | None:
+        c = table.get(name)
+        return None if c is None else (c["cpu"], c["memory"])
+
+    return from_dicts
+
+
 class RequestedUsageClient(_PodsWhenAsked):
     """Usage = the requests of the pods on each node (upstream's requestedUsageClient)."""
 
@@ -256,21 +275,14 @@ class ActualUsageClient(_PodsWhenAsked):
             # Every name is one the collector or the cluster has: no per-node check can fail, so the columns
             # are gathered as lists and converted one by one (the same int64 values).
             cpu, memory, pods = [], [], []
-            columns = collected_nodes if isinstance(collected_nodes, NodeUsageColumns) else None
+            usage_of = _collected_usage(collected_nodes)
             for n in nodes:
                 name = n.name
-                if columns is not None:
-                    i = columns.position(name)
-                    if i is None:
-                        raise UsageError(f"unable to find node {name!r} in the collected metrics")
-                    cpu.append(columns.cpu[i])
-                    memory.append(columns.memory[i])
-                else:
-                    collected = collected_nodes.get(name)
-                    if collected is None:
-                        raise UsageError(f"unable to find node {name!r} in the collected metrics")
-                    cpu.append(collected["cpu"])
-                    memory.append(collected["memory"])
+                collected = usage_of(name)
+                if collected is None:
+                    raise UsageError(f"unable to find node {name!r} in the collected metrics")
+                cpu.append(collected[0])
+                memory.append(collected[1])
                 info = infos.get(name)
                 pods.append(len(info.pods) if info is not None else 0)
             usage = np.empty((len(nodes), len(names)), dtype=np.int64)
